@@ -1,0 +1,177 @@
+/* String interning with an open-addressing hash table over id slots.
+ * Strings live in fixed-size chunks that are never reallocated, so the
+ * pointers handed out by hm_strtab_get stay valid as the table grows. */
+#include "strtab.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define CHUNK_MIN (64 * 1024)
+
+struct chunk {
+    struct chunk *next;
+    size_t used, size;
+    char data[];
+};
+
+struct entry {
+    const char *s; /* borrowed from a chunk */
+    uint32_t len;
+    uint32_t hash;
+};
+
+struct hm_strtab {
+    struct entry *ents; /* owned; indexed by id */
+    uint32_t n, cap;
+    uint32_t *slots;    /* owned; id+1, 0 = empty */
+    uint32_t nslots;    /* power of two */
+    struct chunk *chunks; /* owned list, newest first */
+    size_t bytes;
+};
+
+static uint32_t hash_bytes(const char *s, size_t len)
+{
+    /* FNV-1a: short keys dominate (kernel and op names), so a simple byte
+     * hash is fast enough and has no alignment requirements. */
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < len; i++) {
+        h ^= (unsigned char)s[i];
+        h *= 16777619u;
+    }
+    return h;
+}
+
+struct hm_strtab *hm_strtab_new(void)
+{
+    struct hm_strtab *t = calloc(1, sizeof *t);
+    if (!t)
+        return NULL;
+    t->cap = 64;
+    t->nslots = 128;
+    t->ents = calloc(t->cap, sizeof *t->ents);
+    t->slots = calloc(t->nslots, sizeof *t->slots);
+    if (!t->ents || !t->slots) {
+        hm_strtab_free(t);
+        return NULL;
+    }
+    t->ents[0].s = "";
+    t->n = 1;
+    return t;
+}
+
+void hm_strtab_free(struct hm_strtab *t)
+{
+    if (!t)
+        return;
+    for (struct chunk *c = t->chunks, *nx; c; c = nx) {
+        nx = c->next;
+        free(c);
+    }
+    free(t->ents);
+    free(t->slots);
+    free(t);
+}
+
+static const char *store(struct hm_strtab *t, const char *s, size_t len)
+{
+    struct chunk *c = t->chunks;
+    char *p;
+
+    if (!c || c->size - c->used < len + 1) {
+        size_t sz = len + 1 > CHUNK_MIN ? len + 1 : CHUNK_MIN;
+        c = malloc(sizeof *c + sz);
+        if (!c)
+            return NULL;
+        c->size = sz;
+        c->used = 0;
+        c->next = t->chunks;
+        t->chunks = c;
+    }
+    p = c->data + c->used;
+    memcpy(p, s, len);
+    p[len] = '\0';
+    c->used += len + 1;
+    t->bytes += len + 1;
+    return p;
+}
+
+static int grow_slots(struct hm_strtab *t)
+{
+    uint32_t ns = t->nslots * 2;
+    uint32_t *slots = calloc(ns, sizeof *slots);
+    if (!slots)
+        return -1;
+    for (uint32_t id = 1; id < t->n; id++) {
+        uint32_t i = t->ents[id].hash & (ns - 1);
+        while (slots[i])
+            i = (i + 1) & (ns - 1);
+        slots[i] = id + 1;
+    }
+    free(t->slots);
+    t->slots = slots;
+    t->nslots = ns;
+    return 0;
+}
+
+hm_strid hm_strtab_intern(struct hm_strtab *t, const char *s, size_t len)
+{
+    uint32_t h, i, id;
+
+    if (len == 0)
+        return 0;
+    if (len > UINT32_MAX - 1)
+        return UINT32_MAX;
+    h = hash_bytes(s, len);
+    for (i = h & (t->nslots - 1); t->slots[i]; i = (i + 1) & (t->nslots - 1)) {
+        const struct entry *e = &t->ents[t->slots[i] - 1];
+        if (e->hash == h && e->len == len && memcmp(e->s, s, len) == 0)
+            return t->slots[i] - 1;
+    }
+    if (t->n == UINT32_MAX - 1)
+        return UINT32_MAX;
+    if (t->n == t->cap) {
+        struct entry *ne = realloc(t->ents, (size_t)t->cap * 2 * sizeof *ne);
+        if (!ne)
+            return UINT32_MAX;
+        t->ents = ne;
+        t->cap *= 2;
+    }
+    id = t->n;
+    t->ents[id].s = store(t, s, len);
+    if (!t->ents[id].s)
+        return UINT32_MAX;
+    t->ents[id].len = (uint32_t)len;
+    t->ents[id].hash = h;
+    t->slots[i] = id + 1;
+    t->n++;
+    if ((uint64_t)t->n * 2 > t->nslots && grow_slots(t) != 0)
+        return UINT32_MAX; /* the id is interned; only the table did not grow */
+    return id;
+}
+
+hm_strid hm_strtab_intern_cstr(struct hm_strtab *t, const char *s)
+{
+    return hm_strtab_intern(t, s, s ? strlen(s) : 0);
+}
+
+const char *hm_strtab_get(const struct hm_strtab *t, hm_strid id, size_t *len)
+{
+    if (!t || id >= t->n) {
+        if (len)
+            *len = 0;
+        return "";
+    }
+    if (len)
+        *len = t->ents[id].len;
+    return t->ents[id].s;
+}
+
+uint32_t hm_strtab_count(const struct hm_strtab *t)
+{
+    return t->n;
+}
+
+size_t hm_strtab_bytes(const struct hm_strtab *t)
+{
+    return t->bytes + (size_t)t->cap * sizeof *t->ents + (size_t)t->nslots * 4;
+}

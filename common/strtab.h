@@ -1,0 +1,35 @@
+/* String interning: each distinct byte string gets a small integer id.
+ * Id 0 is always the empty string and means "absent". Ids are dense and
+ * stable for the table's lifetime; they are local to one table (a batch
+ * carries its own table over the wire). Not thread-safe. */
+#ifndef HM_STRTAB_H
+#define HM_STRTAB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef uint32_t hm_strid;
+
+struct hm_strtab;
+
+/* Lifecycle. _free(NULL) does nothing. */
+struct hm_strtab *hm_strtab_new(void);
+void hm_strtab_free(struct hm_strtab *t);
+
+/* Interning. Returns the id of s[0..len), copying it in if new; the empty
+ * string is id 0. Returns UINT32_MAX when out of memory. */
+hm_strid hm_strtab_intern(struct hm_strtab *t, const char *s, size_t len);
+hm_strid hm_strtab_intern_cstr(struct hm_strtab *t, const char *s);
+
+/* Lookup. Returns a NUL-terminated string valid until the table is freed
+ * (interning more strings never moves earlier ones); *len may be NULL.
+ * An unknown id gives "". */
+const char *hm_strtab_get(const struct hm_strtab *t, hm_strid id, size_t *len);
+
+/* Number of ids in use, including id 0. */
+uint32_t hm_strtab_count(const struct hm_strtab *t);
+
+/* Bytes of string data held (for memory accounting). */
+size_t hm_strtab_bytes(const struct hm_strtab *t);
+
+#endif
