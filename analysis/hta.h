@@ -61,13 +61,20 @@ struct an_step {
     int dropped;             /* 1 if removed by the last-step rule */
 };
 
+/* Kernel-type labels of HTA's kernel breakdown: a bit per class, so
+ * label_us[AN_LABEL_COMP | AN_LABEL_COMM] is "COMPUTATION overlapping
+ * COMMUNICATION" and label_us[AN_LABEL_COMM] is communication alone. */
+enum { AN_LABEL_COMP = 1, AN_LABEL_COMM = 2, AN_LABEL_MEMORY = 4 };
+const char *an_label_name(int mask); /* "COMPUTATION overlapping COMMUNICATION" */
+
 struct an_rank_result {
     int rank;
     int has_gpu;             /* 0: the rank has no GPU events */
     struct an_temporal temporal;
     struct an_overlap overlap;
     int64_t kclass_us[AN_KCLASS__COUNT];  /* union time per class */
-    int64_t comp_overlap_comm_us;         /* |union(comp) & union(comm)| */
+    int64_t comp_overlap_comm_us;         /* label_us[COMP|COMM] */
+    int64_t label_us[8];                  /* disjoint time per label mask */
     HM_VEC(struct an_idle) idle;          /* sorted by stream */
     HM_VEC(struct an_kernel) kernels;     /* sorted by sum_us descending */
     HM_VEC(struct an_step) steps;         /* sorted by number */

@@ -20,6 +20,7 @@ struct hm_batch {
     HM_VEC(struct hm_collective) collectives;
     HM_VEC(struct hm_counter) counters;
     HM_VEC(struct hm_step) steps;
+    uint64_t source_bytes;       /* bytes of source text parsed into it */
 };
 
 /* Lifecycle. _free(NULL) does nothing. */

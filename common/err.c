@@ -34,16 +34,23 @@ int hm_err_set(struct hm_err *err, int code, const char *file, int64_t offset,
 
 void hm_err_prefix(struct hm_err *err, const char *fmt, ...)
 {
-    char head[256], old[sizeof err->msg];
+    char line[sizeof err->msg * 2];
     va_list ap;
+    int n;
 
     if (!err)
         return;
     va_start(ap, fmt);
-    vsnprintf(head, sizeof head, fmt, ap);
+    n = vsnprintf(line, sizeof err->msg, fmt, ap);
     va_end(ap);
-    memcpy(old, err->msg, sizeof old);
-    snprintf(err->msg, sizeof err->msg, "%s: %s", head, old);
+    if (n < 0)
+        return;
+    if ((size_t)n >= sizeof err->msg)
+        n = (int)sizeof err->msg - 1;
+    memcpy(line + n, ": ", 2);
+    memcpy(line + n + 2, err->msg, sizeof err->msg);
+    line[sizeof err->msg - 1] = '\0';
+    memcpy(err->msg, line, sizeof err->msg);
 }
 
 const char *hm_err_line(const struct hm_err *err, char *buf, unsigned len)

@@ -55,6 +55,14 @@ struct hm_track {
 
 #define HM_NONE (-1)   /* "absent" for optional integer fields */
 
+/* hm_slice.flags */
+#define HM_SLICE_F_STREAM_ARG 0x1u /* the source named a stream (Kineto args.stream):
+                                      HTA counts only such events as GPU work */
+
+/* hm_rank_info.flags */
+#define HM_INFO_F_FRACTIONAL_TS 0x1u /* some ts had a fraction or was missing:
+                                        HTA then rounds every event inward to whole us */
+
 struct hm_slice {
     int64_t ts;          /* start, ns on the rank's trace clock */
     int64_t dur;         /* ns, >= 0 */
@@ -66,7 +74,7 @@ struct hm_slice {
     hm_strid cat_name;   /* category text as found in the source */
     hm_strid args;       /* args as compact JSON object text; 0 if none */
     uint16_t cat;        /* enum hm_cat */
-    uint16_t pad;
+    uint16_t flags;      /* HM_SLICE_F_* */
     int32_t iteration;   /* ProfilerStep number containing it, HM_NONE if none
                             or not computed yet */
 };
@@ -130,6 +138,7 @@ struct hm_rank_info {
     hm_strid device_props;   /* deviceProperties as JSON text */
     hm_strid nccl_version;
     hm_strid trace_meta;     /* other top-level scalars as a JSON object */
+    uint32_t flags;          /* HM_INFO_F_* */
     uint64_t skipped[HM_SKIP__COUNT];
 };
 

@@ -84,8 +84,16 @@ static const char *store(struct hm_strtab *t, const char *s, size_t len)
             return NULL;
         c->size = sz;
         c->used = 0;
-        c->next = t->chunks;
-        t->chunks = c;
+        if (sz > CHUNK_MIN && t->chunks) {
+            /* A string of its own goes behind the current chunk, which keeps
+             * taking small strings; putting it in front would abandon the
+             * current chunk's free space at every large string. */
+            c->next = t->chunks->next;
+            t->chunks->next = c;
+        } else {
+            c->next = t->chunks;
+            t->chunks = c;
+        }
     }
     p = c->data + c->used;
     memcpy(p, s, len);
@@ -98,7 +106,11 @@ static const char *store(struct hm_strtab *t, const char *s, size_t len)
 static int grow_slots(struct hm_strtab *t)
 {
     uint32_t ns = t->nslots * 2;
-    uint32_t *slots = calloc(ns, sizeof *slots);
+    uint32_t *slots;
+
+    if (t->nslots > UINT32_MAX / 2)
+        return -1;
+    slots = calloc(ns, sizeof *slots);
     if (!slots)
         return -1;
     for (uint32_t id = 1; id < t->n; id++) {
@@ -129,6 +141,14 @@ hm_strid hm_strtab_intern(struct hm_strtab *t, const char *s, size_t len)
     }
     if (t->n == UINT32_MAX - 1)
         return UINT32_MAX;
+    /* Grow before inserting, so that a failed growth fails this call
+     * cleanly and the probe loops always find an empty slot. */
+    if ((uint64_t)(t->n + 1) * 2 > t->nslots) {
+        if (grow_slots(t) != 0)
+            return UINT32_MAX;
+        for (i = h & (t->nslots - 1); t->slots[i]; i = (i + 1) & (t->nslots - 1))
+            ;
+    }
     if (t->n == t->cap) {
         struct entry *ne = realloc(t->ents, (size_t)t->cap * 2 * sizeof *ne);
         if (!ne)
@@ -144,8 +164,6 @@ hm_strid hm_strtab_intern(struct hm_strtab *t, const char *s, size_t len)
     t->ents[id].hash = h;
     t->slots[i] = id + 1;
     t->n++;
-    if ((uint64_t)t->n * 2 > t->nslots && grow_slots(t) != 0)
-        return UINT32_MAX; /* the id is interned; only the table did not grow */
     return id;
 }
 

@@ -5,6 +5,8 @@
 #define HM_VEC_H
 
 #include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
 
 /* Ensures room for `need` elements of size `elem`; returns 0 or HM_ENOMEM. */
 int hm_vec_reserve(void **data, size_t *cap, size_t need, size_t elem);

@@ -1,5 +1,6 @@
 # Turns each SQL file into `static const char hm_sql_<name>[]` in one header.
-set(body "/* Generated from sql/*.sql by sql/embed_sql.cmake. Do not edit. */\n#ifndef HM_SQL_H\n#define HM_SQL_H\n")
+set(body "/* Generated from the files in sql/ by sql/embed_sql.cmake. Do not edit. */\n#ifndef HM_SQL_H\n#define HM_SQL_H\n")
+string(REPLACE "," ";" FILES "${FILES}")
 foreach(f ${FILES})
   if(f STREQUAL "")
     continue()

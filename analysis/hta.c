@@ -1,0 +1,386 @@
+/* HTA-compatible analyses of one rank.
+ *
+ * The pipeline mirrors HTA's (REFERENCE.md section 2) step by step, so
+ * that default numbers equal HTA's to the microsecond:
+ *   1. units   - each event's [start, end) in HTA's time units: when the
+ *                trace has fractional ts, HTA rounds start up and end down
+ *                to whole us (ceil(ts), floor(ts+dur) in double); otherwise
+ *                times are exact and we work in ns.
+ *   2. split   - GPU rows are (stream >= 0 and correlation >= 0) or named
+ *                "Event Sync"/"Context Sync"; everything else is CPU.
+ *   3. filter  - the last-step rule: CPU rows starting before the last
+ *                ProfilerStep starts; GPU rows whose correlation matches a
+ *                kept CPU row (once per match, as HTA's join does).
+ *   4. metrics - on rows with a stream (G): temporal, overlap, kernel-type
+ *                sweep, per-kernel stats; on kernel/memcpy/memset rows:
+ *                idle-time breakdown per stream.
+ * Step 0 stamps each slice's ProfilerStep iteration (ns precision). */
+#include "hta.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hta_int.h"
+
+
+const char *an_kclass_name(enum an_kclass k)
+{
+    switch (k) {
+    case AN_KCLASS_COMM: return "COMMUNICATION";
+    case AN_KCLASS_MEMORY: return "MEMORY";
+    case AN_KCLASS_COMP: return "COMPUTATION";
+    default: return "UNKNOWN";
+    }
+}
+
+enum an_kclass an_kclass_of(const char *name)
+{
+    if (!strncmp(name, "nccl", 4) || !strncmp(name, "hccl", 4) || !strncmp(name, "hip", 3) ||
+        strstr(name, "ncclKernel") || strstr(name, "gloo:"))
+        return AN_KCLASS_COMM;
+    if (strstr(name, "Memcpy") || strstr(name, "Memset") || !strncmp(name, "dma", 3))
+        return AN_KCLASS_MEMORY;
+    return AN_KCLASS_COMP;
+}
+
+/* numpy's round(x, d): rint(x * 10^d) / 10^d, half to even. */
+double an_round(double x, int decimals)
+{
+    double p = decimals == 1 ? 10.0 : 100.0;
+    return rint(x * p) / p;
+}
+
+/* ---- step 1: units ---------------------------------------------------- */
+
+static void to_units(const struct hm_slice *s, int fractional, int64_t *start, int64_t *end)
+{
+    if (!fractional) {
+        *start = s->ts;
+        *end = s->ts + s->dur;
+        return;
+    }
+    /* The double HTA parsed from the decimal text: whole part exact, then
+     * one rounding for the fraction, as strtod would give. */
+    double ts = (double)(s->ts / 1000) + (double)(s->ts % 1000) / 1000.0;
+    double dur = (double)(s->dur / 1000) + (double)(s->dur % 1000) / 1000.0;
+    *start = (int64_t)ceil(ts);
+    *end = (int64_t)floor(ts + dur);
+}
+
+/* ---- step 0: iterations ------------------------------------------------ */
+
+static int parse_step_number(const char *name, int64_t *n)
+{
+    const char *p;
+    if (strncmp(name, "ProfilerStep", 12) != 0)
+        return 0;
+    p = name + 12;
+    while (*p == ' ' || *p == '\t')
+        p++;
+    if (*p++ != '#')
+        return 0;
+    while (*p == ' ' || *p == '\t')
+        p++;
+    if (*p < '0' || *p > '9')
+        return 0;
+    *n = strtoll(p, NULL, 10);
+    return 1;
+}
+
+static int cmp_step_ts(const void *a, const void *b)
+{
+    const struct hm_step *x = a, *y = b;
+    return x->ts < y->ts ? -1 : x->ts > y->ts;
+}
+
+static int cmp_corr(const void *a, const void *b)
+{
+    const struct an_corr *x = a, *y = b;
+    if (x->corr != y->corr)
+        return x->corr < y->corr ? -1 : 1;
+    return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/* Position in v of the last entry with this correlation, or -1. */
+int64_t an_corr_pos(const struct an_corr *v, size_t n, int64_t corr)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (v[mid].corr <= corr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo > 0 && v[lo - 1].corr == corr ? (int64_t)lo - 1 : -1;
+}
+
+/* CPU step of a timestamp: the last step (in start order) containing it. */
+static int32_t step_of(const struct hm_step *steps, size_t n, int64_t ts)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (steps[mid].ts <= ts)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (size_t i = lo; i-- > 0;) {
+        if (ts < steps[i].ts + steps[i].dur)
+            return (int32_t)steps[i].number;
+        if (i + 1 < lo && steps[i].ts + steps[i].dur <= steps[lo - 1].ts)
+            break; /* steps do not nest; nothing earlier can contain ts */
+    }
+    return HM_NONE;
+}
+
+static int assign_iterations(struct hm_batch *b, struct an_ctx *c)
+{
+    struct hm_step *steps = NULL;
+    size_t ns = b->steps.n;
+
+    if (ns) {
+        steps = malloc(ns * sizeof *steps);
+        if (!steps)
+            return HM_ENOMEM;
+        memcpy(steps, b->steps.v, ns * sizeof *steps);
+        qsort(steps, ns, sizeof *steps, cmp_step_ts);
+    }
+    for (size_t i = 0; i < b->slices.n; i++) {
+        struct hm_slice *s = &b->slices.v[i];
+        s->iteration = c->is_gpu[i] || !ns ? HM_NONE : step_of(steps, ns, s->ts);
+    }
+    for (size_t i = 0; i < b->slices.n; i++) {
+        struct hm_slice *s = &b->slices.v[i];
+        if (c->is_gpu[i] && s->correlation >= 0) {
+            int64_t p = an_corr_pos(c->cpu_corr, c->ncpu_corr, s->correlation);
+            s->iteration = p >= 0 ? b->slices.v[c->cpu_corr[p].idx].iteration : HM_NONE;
+        }
+    }
+    free(steps);
+    return 0;
+}
+
+/* ---- step 2: split ----------------------------------------------------- */
+
+static int64_t hta_stream(const struct hm_batch *b, const struct hm_slice *s)
+{
+    return (s->flags & HM_SLICE_F_STREAM_ARG) ? b->tracks.v[s->track].tid : -1;
+}
+
+static int classify(struct hm_batch *b, struct an_ctx *c)
+{
+    size_t n = b->slices.n;
+
+    c->is_gpu = calloc(n ? n : 1, 1);
+    c->cpu_corr = malloc((n ? n : 1) * sizeof *c->cpu_corr);
+    if (!c->is_gpu || !c->cpu_corr)
+        return HM_ENOMEM;
+    c->ncpu_corr = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct hm_slice *s = &b->slices.v[i];
+        const char *name = hm_batch_str(b, s->name);
+        int gpu = (hta_stream(b, s) >= 0 && s->correlation >= 0) ||
+                  !strcmp(name, "Event Sync") || !strcmp(name, "Context Sync");
+        c->is_gpu[i] = (uint8_t)gpu;
+        if (!gpu && s->correlation >= 0 && s->cat != HM_CAT_TRACE) {
+            c->cpu_corr[c->ncpu_corr].corr = s->correlation;
+            c->cpu_corr[c->ncpu_corr++].idx = i;
+        }
+    }
+    qsort(c->cpu_corr, c->ncpu_corr, sizeof *c->cpu_corr, cmp_corr);
+    return 0;
+}
+
+/* ---- step 3: filter ------------------------------------------------------ */
+
+static int push_row(struct an_ctx *c, const struct hm_batch *b, size_t i, int64_t start, int64_t end,
+                    int64_t rt_start)
+{
+    return an_push_row(&c->rows.v, &c->rows.n, &c->rows.cap, b, i, start, end, rt_start);
+}
+
+int an_push_row(struct an_row **v, size_t *n, size_t *cap, const struct hm_batch *b, size_t i,
+                int64_t start, int64_t end, int64_t rt_start)
+{
+    const struct hm_slice *s = &b->slices.v[i];
+    struct an_row *r;
+
+    if (hm_vec_reserve((void **)v, cap, *n + 1, sizeof **v))
+        return HM_ENOMEM;
+    r = &(*v)[(*n)++];
+
+    if (!r)
+        return HM_ENOMEM;
+    r->start = start;
+    r->end = end;
+    r->stream = hta_stream(b, s);
+    r->slice = (uint32_t)i;
+    r->name = s->name;
+    r->rt_start = rt_start;
+    r->has_rt = rt_start != INT64_MIN;
+    r->kclass = (uint8_t)an_kclass_of(hm_batch_str(b, s->name));
+    r->idle_kind = s->cat == HM_CAT_KERNEL || s->cat == HM_CAT_GPU_MEMCPY || s->cat == HM_CAT_GPU_MEMSET;
+    return 0;
+}
+
+/* Kept CPU correlations, sorted, for the GPU join. */
+static int kept_cpu_corrs(struct an_ctx *c, const uint8_t *keep_cpu, struct an_corr **out, size_t *nout)
+{
+    struct an_corr *v = malloc((c->ncpu_corr ? c->ncpu_corr : 1) * sizeof *v);
+    size_t n = 0;
+    if (!v)
+        return HM_ENOMEM;
+    for (size_t k = 0; k < c->ncpu_corr; k++)
+        if (keep_cpu[c->cpu_corr[k].idx])
+            v[n++] = c->cpu_corr[k];
+    *out = v;
+    *nout = n;
+    return 0;
+}
+
+/* Applies the last-step rule and builds c->rows (all kept rows). */
+static int filter_rows(struct hm_batch *b, const struct an_options *opt, struct an_ctx *c)
+{
+    size_t n = b->slices.n, nkept;
+    uint8_t *keep = calloc(n ? n : 1, 1);
+    struct an_corr *kept = NULL;
+    int64_t last_start = INT64_MAX, s0, e0;
+    int distinct = 0, rc;
+
+    if (!keep)
+        return HM_ENOMEM;
+    /* Distinct ProfilerStep names decide whether the rule applies at all. */
+    for (size_t k = 0; k < b->steps.n; k++) {
+        int seen = 0;
+        for (size_t j = 0; j < k && !seen; j++)
+            seen = b->steps.v[j].number == b->steps.v[k].number;
+        distinct += !seen;
+    }
+    c->drop_last = !opt->all_steps && distinct >= 2;
+    if (c->drop_last) {
+        int64_t step_no;
+        last_start = INT64_MIN;
+        for (size_t i = 0; i < n; i++) {
+            if (c->is_gpu[i] || !parse_step_number(hm_batch_str(b, b->slices.v[i].name), &step_no))
+                continue;
+            to_units(&b->slices.v[i], c->fractional, &s0, &e0);
+            if (s0 > last_start)
+                last_start = s0;
+        }
+    }
+    c->last_start = last_start;
+    for (size_t i = 0; i < n; i++) {
+        if (c->is_gpu[i] || b->slices.v[i].cat == HM_CAT_TRACE)
+            continue;
+        to_units(&b->slices.v[i], c->fractional, &s0, &e0);
+        keep[i] = !c->drop_last || s0 < last_start;
+    }
+    rc = kept_cpu_corrs(c, keep, &kept, &nkept);
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        const struct hm_slice *s = &b->slices.v[i];
+        int64_t rt = INT64_MIN, ps, pe;
+        size_t mult = 1;
+        if (s->cat == HM_CAT_TRACE || (!c->is_gpu[i] && !keep[i]))
+            continue;
+        if (c->is_gpu[i]) {
+            int64_t p = s->correlation >= 0 ? an_corr_pos(kept, nkept, s->correlation) : -1;
+            if (s->correlation >= 0) {
+                mult = 0;
+                for (int64_t q = p; q >= 0 && kept[q].corr == s->correlation; q--)
+                    mult++;
+            }
+            if (p >= 0) {
+                to_units(&b->slices.v[kept[p].idx], c->fractional, &ps, &pe);
+                rt = ps;
+            }
+        }
+        to_units(s, c->fractional, &s0, &e0);
+        for (size_t m = 0; m < mult && rc == 0; m++)
+            rc = push_row(c, b, i, s0, e0, rt);
+    }
+    free(keep);
+    free(kept);
+    return rc;
+}
+
+/* ---- driver ------------------------------------------------------------- */
+
+const char *an_label_name(int mask)
+{
+    static const char *const names[8] = {
+        "",
+        "COMPUTATION",
+        "COMMUNICATION",
+        "COMPUTATION overlapping COMMUNICATION",
+        "MEMORY",
+        "COMPUTATION overlapping MEMORY",
+        "COMMUNICATION overlapping MEMORY",
+        "COMPUTATION overlapping COMMUNICATION overlapping MEMORY",
+    };
+    return mask > 0 && mask < 8 ? names[mask] : "";
+}
+
+/* Every row with a stream, before filtering: per-step figures use them so
+ * that a dropped last step still shows its numbers. */
+static int all_rows(struct hm_batch *b, struct an_ctx *c)
+{
+    int64_t s0, e0;
+    int rc = 0;
+
+    for (size_t i = 0; i < b->slices.n && rc == 0; i++) {
+        if (b->slices.v[i].cat == HM_CAT_TRACE || hta_stream(b, &b->slices.v[i]) == -1)
+            continue;
+        to_units(&b->slices.v[i], c->fractional, &s0, &e0);
+        rc = an_push_row(&c->all.v, &c->all.n, &c->all.cap, b, i, s0, e0, INT64_MIN);
+    }
+    c->step_start = malloc((b->steps.n ? b->steps.n : 1) * sizeof *c->step_start);
+    if (!c->step_start)
+        return HM_ENOMEM;
+    for (size_t k = 0; k < b->steps.n; k++) {
+        struct hm_slice tmp = {.ts = b->steps.v[k].ts, .dur = b->steps.v[k].dur};
+        to_units(&tmp, c->fractional, &c->step_start[k], &e0);
+    }
+    return rc;
+}
+
+int an_hta_run(struct hm_batch *b, const struct an_options *opt, struct an_rank_result *out,
+               struct hm_err *err)
+{
+    struct an_ctx c = {0};
+    int rc;
+
+    memset(out, 0, sizeof *out);
+    out->rank = b->info.rank;
+    c.fractional = (b->info.flags & HM_INFO_F_FRACTIONAL_TS) != 0;
+    rc = classify(b, &c);
+    if (rc == 0)
+        rc = assign_iterations(b, &c);
+    if (rc == 0)
+        rc = filter_rows(b, opt, &c);
+    if (rc == 0)
+        rc = all_rows(b, &c);
+    if (rc == 0)
+        rc = an_metrics(&c, b, out);
+    free(c.is_gpu);
+    free(c.cpu_corr);
+    free(c.step_start);
+    HM_VEC_FREE(c.rows);
+    HM_VEC_FREE(c.all);
+    if (rc != 0) {
+        an_rank_result_clear(out);
+        return hm_err_set(err, rc, NULL, -1, "analysis of rank %d: %s", b->info.rank, hm_err_name(rc));
+    }
+    return 0;
+}
+
+void an_rank_result_clear(struct an_rank_result *r)
+{
+    for (size_t i = 0; i < r->kernels.n; i++)
+        free(r->kernels.v[i].name);
+    HM_VEC_FREE(r->kernels);
+    HM_VEC_FREE(r->idle);
+    HM_VEC_FREE(r->steps);
+}

@@ -1,0 +1,23 @@
+/* The htamerge command line: one binary, one function per subcommand.
+ * Exit codes shared by all commands are defined here. */
+#ifndef HM_CLI_H
+#define HM_CLI_H
+
+enum {
+    CLI_EXIT_OK = 0,
+    CLI_EXIT_FAIL = 1,     /* the command failed; nothing was written */
+    CLI_EXIT_USAGE = 2,    /* bad command line */
+    CLI_EXIT_PARTIAL = 3,  /* done, but some inputs were skipped (--keep-going) */
+};
+
+int cli_ingest(int argc, char **argv);
+int cli_report(int argc, char **argv);
+int cli_sql(int argc, char **argv);
+
+/* Prints "htamerge: " + message to stderr. */
+void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Joins argv into one shell-like line (for meta.command_line); static buffer. */
+const char *cli_command_line(int argc, char **argv);
+
+#endif

@@ -1,0 +1,147 @@
+/* `htamerge ingest`: trace folders that already exist -> one SQLite file. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "collector/sources/kineto_json/kineto_json.h"
+#include "merger/ingest.h"
+
+static const char ingest_help[] =
+    "usage: htamerge ingest [-o FILE.db] [--keep-going] [-j N] PATH...\n"
+    "\n"
+    "Reads Kineto (torch.profiler) traces, .json or .json.gz, from the files and\n"
+    "folders given (folders are searched recursively), and writes one SQLite file\n"
+    "with every rank, its slices, collectives, counters and steps, plus the\n"
+    "HTA-compatible analyses (see `htamerge report`).\n"
+    "\n"
+    "A file's rank comes from distributedInfo.rank, else from its name (rank-3,\n"
+    "rank3, rank_3). Two files claiming the same rank is an error.\n"
+    "\n"
+    "options:\n"
+    "  -o, --output FILE.db  output (default htamerge-YYYYmmdd-HHMMSS.db); written to\n"
+    "                        a temporary file and renamed when complete\n"
+    "  -k, --keep-going      skip files that cannot be read, ingest the rest\n"
+    "  -j, --jobs N          parser threads (default: one per spare core)\n"
+    "      --no-args         do not store each slice's args JSON (smaller file)\n"
+    "  -q, --quiet           no progress output\n"
+    "  -h, --help            this text\n"
+    "\n"
+    "exit status:\n"
+    "  0  all files ingested\n"
+    "  1  failed (bad input without --keep-going, or I/O); no output file is left\n"
+    "  2  bad command line\n"
+    "  3  output written, but some files were skipped (--keep-going)\n"
+    "\n"
+    "examples:\n"
+    "  htamerge ingest -o run.db ./traces\n"
+    "  htamerge ingest -o run.db rank-0.pt.trace.json.gz rank-1.pt.trace.json.gz\n";
+
+struct progress {
+    int tty;
+    double last;
+};
+
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* A progress bar with bytes/s on a terminal; one summary line otherwise. */
+static void show_progress(void *ctx, const struct mrg_ingest_stats *s, uint64_t total, int done)
+{
+    struct progress *p = ctx;
+    double el = s->seconds > 0 ? s->seconds : mono_s() - p->last;
+
+    if (!done && p->tty) {
+        int width = 30, fill = total ? (int)(width * (double)s->bytes_in / (double)total) : 0;
+        char bar[64];
+        if (fill > width)
+            fill = width;
+        memset(bar, '#', (size_t)fill);
+        memset(bar + fill, '.', (size_t)(width - fill));
+        bar[width] = '\0';
+        fprintf(stderr, "\r[%s] %zu files  %.1f/%.1f MB  %.0f MB/s JSON ", bar, s->files,
+                s->bytes_in / 1e6, total / 1e6, el > 0 ? s->bytes_json / 1e6 / el : 0.0);
+        return;
+    }
+    if (!done)
+        return;
+    if (p->tty)
+        fputc('\n', stderr);
+    fprintf(stderr,
+            "htamerge: ingested %zu of %zu files, %zu ranks, %llu slices, %llu collectives, "
+            "%llu skipped events; %.1f MB JSON in %.2f s (%.0f MB/s)\n",
+            s->files - s->files_failed, s->files, s->ranks, (unsigned long long)s->slices,
+            (unsigned long long)s->collectives, (unsigned long long)s->skipped,
+            s->bytes_json / 1e6, s->seconds, s->seconds > 0 ? s->bytes_json / 1e6 / s->seconds : 0.0);
+}
+
+static const char *default_output(void)
+{
+    static char buf[64];
+    time_t t = time(NULL);
+    struct tm tm;
+    strftime(buf, sizeof buf, "htamerge-%Y%m%d-%H%M%S.db", localtime_r(&t, &tm));
+    return buf;
+}
+
+int cli_ingest(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"output", required_argument, 0, 'o'}, {"keep-going", no_argument, 0, 'k'},
+        {"jobs", required_argument, 0, 'j'},   {"no-args", no_argument, 0, 'A'},
+        {"quiet", no_argument, 0, 'q'},        {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
+    struct mrg_ingest_opts opts = {.keep_args = 1};
+    struct progress prog = {.tty = isatty(2), .last = mono_s()};
+    struct mrg_ingest_stats st;
+    struct hm_err err;
+    char **files = NULL, line[1400];
+    size_t nfiles = 0;
+    int c, quiet = 0, rc;
+
+    opts.command_line = cli_command_line(argc, argv);
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "o:kj:qh", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'o': opts.output = optarg; break;
+        case 'k': opts.keep_going = 1; break;
+        case 'j': opts.jobs = atoi(optarg); break;
+        case 'A': opts.keep_args = 0; break;
+        case 'q': quiet = 1; break;
+        case 'h': fputs(ingest_help, stdout); return CLI_EXIT_OK;
+        default: fputs(ingest_help, stderr); return CLI_EXIT_USAGE;
+        }
+    }
+    if (optind >= argc) {
+        cli_error("ingest: no input paths (try `htamerge ingest --help`)");
+        return CLI_EXIT_USAGE;
+    }
+    if (!opts.output)
+        opts.output = default_output();
+    hm_err_clear(&err);
+    rc = src_kineto_list((const char *const *)argv + optind, argc - optind, &files, &nfiles, &err);
+    if (rc != 0) {
+        cli_error("%s", hm_err_line(&err, line, sizeof line));
+        return CLI_EXIT_FAIL;
+    }
+    if (!quiet) {
+        opts.progress = show_progress;
+        opts.progress_ctx = &prog;
+    }
+    rc = mrg_ingest(files, nfiles, &opts, &st, &err);
+    src_kineto_list_free(files, nfiles);
+    if (rc != 0) {
+        cli_error("%s", hm_err_line(&err, line, sizeof line));
+        return CLI_EXIT_FAIL;
+    }
+    if (!quiet)
+        fprintf(stderr, "htamerge: wrote %s\n", opts.output);
+    return st.files_failed ? CLI_EXIT_PARTIAL : CLI_EXIT_OK;
+}

@@ -1,0 +1,252 @@
+/* `htamerge report` and `htamerge sql`: answers from a merged file. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "query/report.h"
+#include "query/sql_guard.h"
+
+static const char report_help[] =
+    "usage: htamerge report FILE.db [TOPIC] [--format table|json|csv] [--ranks LIST]\n"
+    "                       [--steps LIST] [--all-steps] [--top N]\n"
+    "\n"
+    "topics:\n"
+    "  summary   run facts, per-rank headline numbers, skipped events (default)\n"
+    "  temporal  GPU time per rank: idle / compute / non-compute, as HTA computes it\n"
+    "  overlap   share of communication time overlapped by computation, per rank\n"
+    "  idle      GPU idle time per stream: host wait / kernel wait / other\n"
+    "  kernels   time per kernel type (HTA's kernel breakdown) and top kernels per rank\n"
+    "  steps     ProfilerStep iterations per rank\n"
+    "  clocks    clock offset, drift, method and uncertainty per rank\n"
+    "\n"
+    "By default the numbers follow Holistic Trace Analysis' definitions, including\n"
+    "dropping the last ProfilerStep; --all-steps keeps it.\n"
+    "\n"
+    "options:\n"
+    "  -f, --format F   table (default), json or csv\n"
+    "  -r, --ranks L    only these ranks, e.g. 0,2-3\n"
+    "  -s, --steps L    only these ProfilerStep numbers (steps topic)\n"
+    "  -a, --all-steps  keep the last ProfilerStep\n"
+    "  -n, --top N      kernels per rank in the kernels topic (default 10)\n"
+    "\n"
+    "exit status: 0 ok, 1 the file cannot be read, 2 bad command line.\n"
+    "\n"
+    "examples:\n"
+    "  htamerge report run.db\n"
+    "  htamerge report run.db temporal --format json\n"
+    "  htamerge report run.db idle --ranks 0 --format csv\n";
+
+/* Parses "0,2-4" into a malloc'd array. Returns count, or -1 if malformed. */
+static int parse_list(const char *s, int64_t **out)
+{
+    int64_t *v = NULL;
+    int n = 0, cap = 0;
+    char *end;
+
+    while (*s) {
+        long long a = strtoll(s, &end, 10), b;
+        if (end == s || a < 0)
+            goto bad;
+        b = a;
+        s = end;
+        if (*s == '-') {
+            b = strtoll(s + 1, &end, 10);
+            if (end == s + 1 || b < a || b - a > 1000000)
+                goto bad;
+            s = end;
+        }
+        for (long long x = a; x <= b; x++) {
+            if (n == cap) {
+                int64_t *nv = realloc(v, (size_t)(cap = cap ? cap * 2 : 16) * sizeof *v);
+                if (!nv)
+                    goto bad;
+                v = nv;
+            }
+            v[n++] = x;
+        }
+        if (*s == ',')
+            s++;
+        else if (*s)
+            goto bad;
+    }
+    *out = v;
+    return n;
+bad:
+    free(v);
+    return -1;
+}
+
+static int parse_format(const char *s, enum qry_format *f)
+{
+    if (!strcmp(s, "table"))
+        *f = QRY_FORMAT_TABLE;
+    else if (!strcmp(s, "json"))
+        *f = QRY_FORMAT_JSON;
+    else if (!strcmp(s, "csv"))
+        *f = QRY_FORMAT_CSV;
+    else
+        return -1;
+    return 0;
+}
+
+static int known_topic(const char *t)
+{
+    for (int i = 0; qry_report_topics[i]; i++)
+        if (!strcmp(qry_report_topics[i], t))
+            return 1;
+    return 0;
+}
+
+static int run_report(const char *path, struct qry_report_opts *o, enum qry_format fmt)
+{
+    struct hm_err err;
+    char line[1400];
+    cJSON *doc = NULL;
+    sqlite3 *db;
+    int rc;
+
+    hm_err_clear(&err);
+    db = qry_open(path, &err);
+    if (!db) {
+        cli_error("%s", hm_err_line(&err, line, sizeof line));
+        return CLI_EXIT_FAIL;
+    }
+    rc = qry_report_build(db, o, &doc, &err);
+    sqlite3_close(db);
+    if (rc != 0) {
+        cli_error("%s", hm_err_line(&err, line, sizeof line));
+        return CLI_EXIT_FAIL;
+    }
+    qry_report_render(doc, fmt, fmt == QRY_FORMAT_TABLE && isatty(1), stdout);
+    cJSON_Delete(doc);
+    return CLI_EXIT_OK;
+}
+
+int cli_report(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"format", required_argument, 0, 'f'}, {"ranks", required_argument, 0, 'r'},
+        {"steps", required_argument, 0, 's'},  {"all-steps", no_argument, 0, 'a'},
+        {"top", required_argument, 0, 'n'},    {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
+    struct qry_report_opts o = {.topic = "summary"};
+    enum qry_format fmt = QRY_FORMAT_TABLE;
+    int64_t *ranks = NULL, *steps = NULL;
+    int c, rc, n, ri[4096];
+
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "f:r:s:an:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'f':
+            if (parse_format(optarg, &fmt)) {
+                cli_error("report: unknown format '%s' (table, json or csv)", optarg);
+                return CLI_EXIT_USAGE;
+            }
+            break;
+        case 'r':
+            free(ranks);
+            if ((n = parse_list(optarg, &ranks)) < 0 || n > 4096) {
+                cli_error("report: bad rank list '%s' (example: 0,2-3)", optarg);
+                return CLI_EXIT_USAGE;
+            }
+            for (int i = 0; i < n; i++)
+                ri[i] = (int)ranks[i];
+            o.ranks = ri;
+            o.nranks = n;
+            break;
+        case 's':
+            free(steps);
+            if ((o.nsteps = parse_list(optarg, &steps)) < 0) {
+                cli_error("report: bad step list '%s' (example: 551,553-560)", optarg);
+                return CLI_EXIT_USAGE;
+            }
+            o.steps = steps;
+            break;
+        case 'a': o.all_steps = 1; break;
+        case 'n': o.top_kernels = atoi(optarg); break;
+        case 'h': fputs(report_help, stdout); return CLI_EXIT_OK;
+        default: fputs(report_help, stderr); return CLI_EXIT_USAGE;
+        }
+    }
+    if (optind >= argc) {
+        cli_error("report: missing FILE.db (try `htamerge report --help`)");
+        return CLI_EXIT_USAGE;
+    }
+    if (optind + 1 < argc)
+        o.topic = argv[optind + 1];
+    if (optind + 2 < argc || !known_topic(o.topic)) {
+        cli_error("report: unknown topic '%s' (try `htamerge report --help`)", o.topic);
+        rc = CLI_EXIT_USAGE;
+    } else {
+        rc = run_report(argv[optind], &o, fmt);
+    }
+    free(ranks);
+    free(steps);
+    return rc;
+}
+
+static const char sql_help[] =
+    "usage: htamerge sql FILE.db \"SELECT ...\" [--format table|json|csv]\n"
+    "\n"
+    "Runs one read-only statement. The file is opened read-only and only reads\n"
+    "are allowed; results are limited in rows and time. Tables and views are\n"
+    "documented in sql/schema.sql and sql/views.sql.\n"
+    "\n"
+    "exit status: 0 ok, 1 refused or failed statement, 2 bad command line.\n"
+    "\n"
+    "example:\n"
+    "  htamerge sql run.db 'SELECT rank, idle_pct FROM v_temporal'\n";
+
+int cli_sql(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"format", required_argument, 0, 'f'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    enum qry_format fmt = QRY_FORMAT_TABLE;
+    struct qry_sql_limits lim = {.max_rows = 100000, .max_ms = 30000};
+    struct hm_err err;
+    char line[1400];
+    cJSON *doc = NULL;
+    sqlite3 *db;
+    int c, rc;
+
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "f:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'f':
+            if (parse_format(optarg, &fmt)) {
+                cli_error("sql: unknown format '%s'", optarg);
+                return CLI_EXIT_USAGE;
+            }
+            break;
+        case 'h': fputs(sql_help, stdout); return CLI_EXIT_OK;
+        default: fputs(sql_help, stderr); return CLI_EXIT_USAGE;
+        }
+    }
+    if (argc - optind != 2) {
+        fputs(sql_help, stderr);
+        return CLI_EXIT_USAGE;
+    }
+    hm_err_clear(&err);
+    db = qry_open(argv[optind], &err);
+    if (!db) {
+        cli_error("%s", hm_err_line(&err, line, sizeof line));
+        return CLI_EXIT_FAIL;
+    }
+    rc = qry_sql_run(db, argv[optind + 1], &lim, &doc, &err);
+    sqlite3_close(db);
+    if (rc != 0) {
+        cli_error("%s", hm_err_line(&err, line, sizeof line));
+        return CLI_EXIT_FAIL;
+    }
+    if (fmt != QRY_FORMAT_JSON) {
+        cJSON *table = qry_sql_as_objects(doc);
+        cJSON_Delete(doc);
+        doc = table;
+    }
+    qry_report_render(doc, fmt, fmt == QRY_FORMAT_TABLE && isatty(1), stdout);
+    cJSON_Delete(doc);
+    return CLI_EXIT_OK;
+}

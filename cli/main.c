@@ -1,0 +1,103 @@
+/* htamerge entry point: dispatches to a subcommand. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+#ifndef HTAMERGE_VERSION
+#define HTAMERGE_VERSION "0.1.0"
+#endif
+
+struct command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+};
+
+static const struct command commands[] = {
+    {"ingest", cli_ingest, "merge existing Kineto trace files into one SQLite file"},
+    {"report", cli_report, "answer questions about a merged file in the terminal"},
+    {"sql", cli_sql, "run a read-only SQL query on a merged file"},
+};
+
+void cli_error(const char *fmt, ...)
+{
+    va_list ap;
+    fputs("htamerge: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+const char *cli_command_line(int argc, char **argv)
+{
+    static char buf[4096];
+    size_t n = 0;
+
+    buf[0] = '\0';
+    for (int i = 0; i < argc && n < sizeof buf - 1; i++) {
+        int w = snprintf(buf + n, sizeof buf - n, i ? " %s" : "%s", argv[i]);
+        if (w < 0)
+            break;
+        n += (size_t)w;
+    }
+    return buf;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: htamerge COMMAND [ARGS...]\n"
+            "\n"
+            "Merges the profiles of every rank of a distributed training job into one\n"
+            "SQLite file and answers: which rank is the straggler, how well communication\n"
+            "overlaps compute, and where GPUs sit idle.\n"
+            "\n"
+            "commands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f,
+            "  help     this text, or `htamerge help COMMAND`\n"
+            "\n"
+            "examples:\n"
+            "  htamerge ingest -o run.db traces/          # a folder of rank-N.pt.trace.json.gz\n"
+            "  htamerge report run.db temporal            # GPU time: idle / compute / other\n"
+            "  htamerge report run.db overlap --format json\n"
+            "  htamerge sql run.db 'SELECT * FROM v_temporal'\n"
+            "\n"
+            "Run `htamerge COMMAND --help` for a command's options and exit codes.\n");
+}
+
+int main(int argc, char **argv)
+{
+    const char *cmd = argc > 1 ? argv[1] : NULL;
+
+    if (!cmd || !strcmp(cmd, "-h") || !strcmp(cmd, "--help")) {
+        usage(cmd ? stdout : stderr);
+        return cmd ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+    }
+    if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
+        printf("htamerge %s\n", HTAMERGE_VERSION);
+        return CLI_EXIT_OK;
+    }
+    if (!strcmp(cmd, "help")) {
+        if (argc > 2) {
+            char help[] = "--help";
+            char *sub[] = {argv[2], help, NULL};
+            for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+                if (!strcmp(commands[i].name, argv[2]))
+                    return commands[i].run(2, sub);
+            cli_error("no such command: %s", argv[2]);
+            return CLI_EXIT_USAGE;
+        }
+        usage(stdout);
+        return CLI_EXIT_OK;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(commands[i].name, cmd))
+            return commands[i].run(argc - 1, argv + 1);
+    cli_error("unknown command '%s' (try `htamerge help`)", cmd);
+    return CLI_EXIT_USAGE;
+}

@@ -1,0 +1,50 @@
+/* Kineto (torch.profiler) trace reader: one .json or .json.gz trace file
+ * becomes one batch of records (tracks, slices, collectives, counters,
+ * steps, rank info). It does not align clocks or match collectives across
+ * ranks; the merger does. Neighbours: the collector and `htamerge ingest`
+ * call it, and hand the batch on. */
+#ifndef SRC_KINETO_JSON_H
+#define SRC_KINETO_JSON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/batch.h"
+#include "common/err.h"
+
+struct src_kineto_opts {
+    int keep_args;                 /* store each slice's args as compact JSON text (default 1) */
+    /* Called now and then while parsing with the number of (decompressed)
+     * JSON bytes parsed so far, and once at the end with the total. May be NULL. */
+    void (*progress)(void *ctx, uint64_t bytes_done);
+    void *progress_ctx;            /* borrowed, passed to progress */
+};
+
+/* Reading.
+ * Reads one trace file (plain JSON, or gzip detected by its magic bytes, not
+ * its name) into a new batch that the caller owns (*out, free with
+ * hm_batch_free). opts may be NULL for the defaults. Malformed events are
+ * dropped and counted in info.skipped; they are not errors. On failure
+ * returns a negative HM_E* code, sets *out = NULL and fills err with the
+ * file, a byte offset (into the decompressed JSON where known; into the
+ * compressed file for gzip errors; -1 if unknown) and a one-line reason.
+ * Files whose decompressed JSON exceeds 4 GiB are refused (HM_EFORMAT). */
+int src_kineto_read(const char *path, const struct src_kineto_opts *opts,
+                    struct hm_batch **out, struct hm_err *err);
+
+/* Rank from a file name: "rank-3", "rank3", "rank_3" (any case) in the
+ * base name gives 3; -1 if none. */
+int src_kineto_rank_from_name(const char *path);
+
+/* Listing.
+ * Expands files and directories (recursively: files ending .json or
+ * .json.gz, such as *.pt.trace.json[.gz]) into a list sorted by path with
+ * each file once (the same file reached twice counts once). Files named
+ * directly are taken whatever their name. The list and its strings are
+ * owned by the caller: free with src_kineto_list_free. A path that does not
+ * exist gives HM_EIO; an empty result gives HM_EEMPTY naming the path. */
+int src_kineto_list(const char *const *paths, int npaths, char ***files, size_t *nfiles,
+                    struct hm_err *err);
+void src_kineto_list_free(char **files, size_t n);
+
+#endif

@@ -1,0 +1,497 @@
+/* The JSON walk over one Kineto trace, with simdjson On Demand: the top-level
+ * object, each traceEvents element and the members of distributedInfo are
+ * handed to a C sink as raw tokens (numbers as their text, strings
+ * unescaped). It knows the key names it extracts but not what they mean:
+ * kineto_event.c and kineto_json.c turn tokens into records. The only C++
+ * in the tree: no exception leaves it (simdjson's error-code API, and a
+ * catch-all around the walk). */
+#include "kineto_int.h"
+
+#include <simdjson.h>
+
+#include <cstring>
+#include <new>
+#include <utility>
+
+using namespace simdjson;
+
+static_assert(KJ_PADDING >= SIMDJSON_PADDING, "loaded buffers must carry simdjson's padding");
+
+namespace {
+
+/* Key lookup. A table indexed by a key's first byte lists the (at most
+ * four) known keys starting with it; a candidate matches when its bytes
+ * are followed by the closing quote. Keys hold no escapes, so the raw key
+ * text can be compared as is, and the buffer's padding makes reading a
+ * candidate's length past any key safe. */
+struct key_entry {
+    const char *s;
+    uint8_t len;
+    uint8_t field;
+};
+
+#define KJ_KEY(id, str) {str, sizeof(str) - 1, KJ_F_##id},
+constexpr key_entry event_keys[] = {KJ_EVENT_KEYS(KJ_KEY) {"args", 4, KJ_F__COUNT}};
+constexpr key_entry arg_keys[] = {KJ_ARG_KEYS(KJ_KEY)};
+#undef KJ_KEY
+
+const int ARGS_KEY = KJ_F__COUNT;   /* event_keys' pseudo field for "args" */
+
+struct key_index {
+    const key_entry *cand[256][4];
+
+    template <size_t N>
+    constexpr explicit key_index(const key_entry (&tab)[N]) : cand{}
+    {
+        for (size_t i = 0; i < N; i++) {
+            auto &slot = cand[(unsigned char)tab[i].s[0]];
+            for (auto &c : slot)
+                if (!c) {
+                    c = &tab[i];
+                    break;
+                }
+        }
+    }
+
+    /* Field id of the raw key k (text after its opening quote), or -1. */
+    int find(const char *k) const
+    {
+        for (const key_entry *c : cand[(unsigned char)k[0]]) {
+            if (!c)
+                break;
+            if (k[c->len] != '"')
+                continue;
+            unsigned i = 1;
+            while (i < c->len && k[i] == c->s[i])
+                i++;
+            if (i == c->len)
+                return c->field;
+        }
+        return -1;
+    }
+};
+
+constexpr key_index event_index(event_keys);
+constexpr key_index arg_index(arg_keys);
+
+inline std::string_view trim(std::string_view s)
+{
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' || s.back() == '\t'))
+        s.remove_suffix(1);
+    return s;
+}
+
+inline void set_tok(kj_tok *t, std::string_view s, kj_type type)
+{
+    t->p = s.data();
+    t->n = (uint32_t)s.size();
+    t->type = type;
+}
+
+struct walker {
+    ondemand::document doc;
+    const char *buf;
+    size_t len;
+    const kj_sink *sink;
+    kj_fail *fail;
+    uint64_t nevents = 0;
+    int sink_rc = 0;             /* a sink's nonzero return; stops the walk */
+    bool seen_events = false;
+    bool walking = false;        /* stage 1 succeeded; doc can be asked where it is */
+    const char *why = nullptr;   /* the walk's own reason to fail, if any */
+    int64_t why_at = -1;
+
+    error_code token(ondemand::value &v, kj_tok *t, std::string_view *raw);
+    error_code args(ondemand::value &v, kj_event *ev);
+    error_code event(ondemand::value &v, kj_event *ev);
+    error_code events(ondemand::value &v);
+    error_code members(ondemand::value &v, kj_section sec);
+    error_code top();
+    error_code stop(ondemand::value &v, const char *msg);
+    int failed(error_code e);
+    size_t content_end() const;
+};
+
+/* Classifies v by its first character and fills t; containers are consumed
+ * and given as their raw text. *raw (may be NULL) gets the value's text. */
+error_code walker::token(ondemand::value &v, kj_tok *t, std::string_view *raw)
+{
+    std::string_view tok = trim(v.raw_json_token()), s;
+    error_code e;
+
+    switch (tok.empty() ? 0 : tok[0]) {
+    case '"':
+        /* Most strings hold no escape: point into the document rather than
+         * unescape a copy into the parser's string buffer. */
+        if (tok.size() >= 2 && tok.back() == '"' &&
+            !std::memchr(tok.data() + 1, '\\', tok.size() - 2)) {
+            set_tok(t, tok.substr(1, tok.size() - 2), KJ_STR);
+            break;
+        }
+        if ((e = v.get_string().get(s)))
+            return e;
+        set_tok(t, s, KJ_STR);
+        break;
+    case '{': {
+        ondemand::object o;
+        if ((e = v.get_object().get(o)) || (e = o.raw_json().get(tok)))
+            return e;
+        set_tok(t, tok = trim(tok), KJ_OBJ);
+        break;
+    }
+    case '[': {
+        ondemand::array a;
+        if ((e = v.get_array().get(a)) || (e = a.raw_json().get(tok)))
+            return e;
+        set_tok(t, tok = trim(tok), KJ_ARR);
+        break;
+    }
+    case '-': case '0': case '1': case '2': case '3': case '4':
+    case '5': case '6': case '7': case '8': case '9':
+        set_tok(t, tok, KJ_NUM);
+        break;
+    case 't': case 'f':
+        set_tok(t, tok, KJ_BOOL);
+        break;
+    case 'n':
+        set_tok(t, tok, KJ_NULL);
+        break;
+    default:
+        set_tok(t, tok, KJ_BAD);   /* NaN, Infinity: not JSON, but seen in the wild */
+        break;
+    }
+    if (raw)
+        *raw = tok;
+    return SUCCESS;
+}
+
+/* Extracts the known keys of an args object and records its raw span. */
+error_code walker::args(ondemand::value &v, kj_event *ev)
+{
+    std::string_view tok = v.raw_json_token();
+    ondemand::object o;
+    const char *start, *end;
+    error_code e;
+
+    if (tok.empty() || tok[0] != '{')
+        return SUCCESS;   /* args that are not an object are ignored */
+    start = tok.data();
+    if ((e = v.get_object().get(o)))
+        return e;
+    for (auto fr : o) {
+        if ((e = fr.error()))
+            return e;
+        ondemand::field &f = fr.value_unsafe();
+        int id = arg_index.find(f.key().raw());
+        if (id < 0)
+            continue;
+        if ((e = token(f.value(), &ev->f[id], nullptr)))
+            return e;
+        ev->present |= 1ull << id;
+    }
+    /* The walk now stands on the token after the closing brace. */
+    if ((e = doc.current_location().get(end)))
+        return e;
+    set_tok(&ev->args, trim(std::string_view(start, size_t(end - start))), KJ_OBJ);
+    return SUCCESS;
+}
+
+error_code walker::event(ondemand::value &v, kj_event *ev)
+{
+    ondemand::object o;
+    error_code e;
+
+    ev->present = 0;
+    ev->args.type = KJ_ABSENT;
+    ev->not_object = 0;
+    if (v.type() != ondemand::json_type::object) {
+        ev->not_object = 1;
+        return SUCCESS;   /* the array walk skips the value */
+    }
+    if ((e = v.get_object().get(o)))
+        return e;
+    for (auto fr : o) {
+        if ((e = fr.error()))
+            return e;
+        ondemand::field &f = fr.value_unsafe();
+        int id = event_index.find(f.key().raw());
+        if (id == ARGS_KEY) {
+            if ((e = args(f.value(), ev)))
+                return e;
+            continue;
+        }
+        if (id < 0)
+            continue;
+        if ((e = token(f.value(), &ev->f[id], nullptr)))
+            return e;
+        ev->present |= 1ull << id;
+    }
+    return SUCCESS;
+}
+
+error_code walker::events(ondemand::value &v)
+{
+    ondemand::array a;
+    kj_event ev;
+    error_code e = v.get_array().get(a);
+
+    if (e == INCORRECT_TYPE)
+        return stop(v, "traceEvents is not an array");
+    if (e)
+        return e;
+    for (auto er : a) {
+        if ((e = er.error()))
+            return e;
+        if ((e = event(er.value_unsafe(), &ev)))
+            return e;
+        if ((sink_rc = sink->event(sink->ctx, &ev)))
+            return UNEXPECTED_ERROR;
+        if ((++nevents & 4095) == 0 && sink->progress) {
+            const char *loc;
+            if (!doc.current_location().get(loc))
+                sink->progress(sink->ctx, uint64_t(loc - buf));
+        }
+    }
+    return SUCCESS;
+}
+
+/* Length of a raw key up to its closing quote, escapes included. */
+inline size_t raw_key_len(const char *k)
+{
+    size_t n = 0;
+    while (k[n] != '"')
+        n += k[n] == '\\' ? 2 : 1;
+    return n;
+}
+
+/* Hands each member of an object (the top level's, or distributedInfo's)
+ * to the sink; traceEvents and distributedInfo are walked instead. */
+error_code walker::members(ondemand::value &v, kj_section sec)
+{
+    ondemand::object o;
+    error_code e;
+
+    if ((e = v.get_object().get(o)))
+        return e;
+    for (auto fr : o) {
+        kj_tok t;
+        std::string_view raw;
+        if ((e = fr.error()))
+            return e;
+        ondemand::field &f = fr.value_unsafe();
+        const char *k = f.key().raw();
+        size_t n = raw_key_len(k);
+        if (sec == KJ_SEC_TOP && n == 11 && std::memcmp(k, "traceEvents", 11) == 0) {
+            seen_events = true;
+            if ((e = events(f.value())))
+                return e;
+            continue;
+        }
+        if (sec == KJ_SEC_TOP && n == 15 && std::memcmp(k, "distributedInfo", 15) == 0) {
+            ondemand::json_type jt;
+            if (!f.value().type().get(jt) && jt == ondemand::json_type::object) {
+                if ((e = members(f.value(), KJ_SEC_DIST)))
+                    return e;
+                continue;
+            }
+        }
+        if ((e = token(f.value(), &t, &raw)))
+            return e;
+        if ((sink_rc = sink->member(sink->ctx, sec, k, n, &t, raw.data(), raw.size())))
+            return UNEXPECTED_ERROR;
+    }
+    return SUCCESS;
+}
+
+/* Records a failure found by the walk itself (not by simdjson) at v. */
+error_code walker::stop(ondemand::value &v, const char *msg)
+{
+    why = msg;
+    why_at = int64_t(v.raw_json_token().data() - buf);
+    return UNEXPECTED_ERROR;
+}
+
+error_code walker::top()
+{
+    ondemand::value root;
+    ondemand::json_type jt;
+    const char *loc;
+    error_code e;
+
+    e = doc.get_value().get(root);
+    if (e == SCALAR_DOCUMENT_AS_VALUE || e == INCORRECT_TYPE) {
+        size_t i = 0;
+        while (i < len && (buf[i] == ' ' || buf[i] == '\n' || buf[i] == '\r' || buf[i] == '\t'))
+            i++;
+        why = i < len && buf[i] && std::strchr("\"-0123456789tfn", buf[i]) ? "top level is not a JSON object"
+                                                               : "not JSON: no JSON value at the start";
+        why_at = int64_t(i);
+    }
+    if (e)
+        return e;
+    if ((e = root.type().get(jt)))
+        return e;
+    if (jt != ondemand::json_type::object)
+        return stop(root, "top level is not a JSON object");
+    if ((e = members(root, KJ_SEC_TOP)))
+        return e;
+    if (!doc.current_location().get(loc)) {
+        why = "invalid JSON: content after the top-level object";
+        why_at = int64_t(loc - buf);
+        return TRAILING_CONTENT;
+    }
+    if (!seen_events) {
+        why = "no traceEvents array";
+        return UNEXPECTED_ERROR;
+    }
+    return SUCCESS;
+}
+
+/* Offset of the first byte that breaks UTF-8, or -1. Only for error
+ * reports: stage 1 says that the input is bad, not where. */
+int64_t first_bad_utf8(const unsigned char *p, size_t n)
+{
+    size_t i = 0;
+
+    while (i < n) {
+        unsigned c = p[i], need, lo = 0x80, hi = 0xBF;
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        if (c >= 0xC2 && c <= 0xDF)
+            need = 1;
+        else if (c >= 0xE0 && c <= 0xEF)
+            need = 2, lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
+        else if (c >= 0xF0 && c <= 0xF4)
+            need = 3, lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
+        else
+            return int64_t(i);
+        for (unsigned k = 1; k <= need; k++) {
+            unsigned d = i + k < n ? p[i + k] : 0;
+            if (d < (k == 1 ? lo : 0x80) || d > (k == 1 ? hi : 0xBF))
+                return int64_t(i);
+        }
+        i += need + 1;
+    }
+    return -1;
+}
+
+/* Offset of the first control character inside a string, or -1. */
+int64_t first_raw_control(const char *p, size_t n)
+{
+    bool in_str = false;
+
+    for (size_t i = 0; i < n; i++) {
+        if (!in_str) {
+            in_str = p[i] == '"';
+        } else if (p[i] == '\\') {
+            i++;
+        } else if (p[i] == '"') {
+            in_str = false;
+        } else if ((unsigned char)p[i] < 0x20) {
+            return int64_t(i);
+        }
+    }
+    return -1;
+}
+
+/* Length of the document without its trailing whitespace: a walk that
+ * fails there ran out of input. */
+size_t walker::content_end() const
+{
+    size_t n = len;
+    while (n > 0 && (buf[n - 1] == ' ' || buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == '\t'))
+        n--;
+    return n;
+}
+
+/* Turns a failed walk into an HM_E* code and *fail. */
+int walker::failed(error_code e)
+{
+    const char *loc = nullptr;
+
+    fail->detail = nullptr;
+    fail->offset = int64_t(len);
+    if (why) {
+        fail->msg = why;
+        fail->offset = why_at;
+        return HM_EFORMAT;
+    }
+    if (e == MEMALLOC) {
+        fail->msg = "out of memory parsing JSON";
+        fail->offset = -1;
+        return HM_ENOMEM;
+    }
+    if (e == EMPTY) {
+        fail->msg = "not JSON: no content";
+        fail->offset = 0;
+    } else if (e == UNCLOSED_STRING) {
+        fail->msg = "truncated JSON: unexpected end of input inside a string";
+    } else if (!walking) {   /* stage 1 found it but does not say where */
+        fail->msg = "invalid JSON";
+        fail->detail = error_message(e);
+        fail->offset = e == UTF8_ERROR ? first_bad_utf8((const unsigned char *)buf, len)
+                       : e == UNESCAPED_CHARS ? first_raw_control(buf, len) : -1;
+    } else if (e == INCOMPLETE_ARRAY_OR_OBJECT || doc.current_location().get(loc) ||
+               size_t(loc - buf) >= content_end()) {
+        fail->msg = "truncated JSON: unexpected end of input";
+    } else {
+        fail->msg = "invalid JSON";
+        fail->detail = error_message(e);
+        fail->offset = int64_t(loc - buf);
+    }
+    return HM_EFORMAT;
+}
+
+}  // namespace
+
+extern "C" int kj_parse(const char *buf, size_t len, const kj_sink *sink, kj_fail *fail)
+{
+    try {
+        ondemand::parser parser;
+        walker w;
+        error_code e;
+
+        w.buf = buf;
+        w.len = len;
+        w.sink = sink;
+        w.fail = fail;
+        fail->offset = -1;
+        fail->msg = nullptr;
+        fail->detail = nullptr;
+        if (len > KJ_MAX_JSON) {
+            fail->msg = "JSON text larger than 4 GiB is not supported";
+            return HM_EFORMAT;
+        }
+        e = parser.iterate(buf, len, len + KJ_PADDING).get(w.doc);
+        if (!e) {
+            w.walking = true;
+            e = w.top();
+        }
+        if (w.sink_rc)
+            return w.sink_rc;
+        if (e)
+            return w.failed(e);
+        if (sink->progress)
+            sink->progress(sink->ctx, len);
+        return 0;
+    } catch (const std::bad_alloc &) {
+        fail->msg = "out of memory parsing JSON";
+        return HM_ENOMEM;
+    } catch (...) {
+        fail->msg = "internal error in the JSON walk";
+        return HM_EFORMAT;
+    }
+}
+
+extern "C" size_t kj_minify(const char *src, size_t n, char *dst)
+{
+    size_t out = 0;
+
+    if (minify(src, n, dst, out) != SUCCESS) {
+        std::memcpy(dst, src, n);   /* not valid JSON: keep it as written */
+        return n;
+    }
+    return out;
+}

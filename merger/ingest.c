@@ -1,0 +1,326 @@
+/* Offline ingest driver: a pool of parser threads feeding the one writer.
+ *
+ * Slot i belongs to file i. A parser claims the next file only while it is
+ * fewer than `window` files ahead of the writer, which bounds memory to
+ * about `window` parsed batches plus the JSON buffers being parsed. The
+ * writer (the calling thread) takes slots in order, checks the rank, and
+ * stores the batch and its analyses. */
+#include "ingest.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "analysis/hta.h"
+#include "collector/sources/kineto_json/kineto_json.h"
+#include "common/batch.h"
+#include "writer.h"
+
+struct slot {
+    int state;                   /* 0 empty, 1 parsing, 2 ready */
+    struct hm_batch *batch;      /* owned until the writer takes it */
+    struct an_rank_result res[2]; /* [0] hta mode, [1] all_steps */
+    int rc;
+    struct hm_err err;
+};
+
+struct pool {
+    char *const *files;          /* borrowed */
+    size_t nfiles;
+    const struct mrg_ingest_opts *opts;
+    struct slot *slots;          /* owned, one per file */
+    size_t next;                 /* next file to claim */
+    size_t written;              /* files the writer has consumed */
+    size_t window;
+    int stop;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+};
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Parses and analyses one file into its slot, outside the lock. */
+static void parse_one(struct pool *p, size_t i)
+{
+    struct slot *s = &p->slots[i];
+    struct src_kineto_opts ko = {.keep_args = p->opts->keep_args};
+    struct an_options hta = {0}, all = {.all_steps = 1};
+
+    hm_err_clear(&s->err);
+    s->rc = src_kineto_read(p->files[i], &ko, &s->batch, &s->err);
+    if (s->rc == 0) {
+        /* all_steps first: an_hta_run stamps iterations on the slices and
+         * the stored ones must be those of the default (HTA) mode. */
+        s->rc = an_hta_run(s->batch, &all, &s->res[1], &s->err);
+        if (s->rc == 0)
+            s->rc = an_hta_run(s->batch, &hta, &s->res[0], &s->err);
+        if (s->rc != 0 && !s->err.file[0])
+            snprintf(s->err.file, sizeof s->err.file, "%s", p->files[i]);
+    }
+}
+
+static void *parser_main(void *arg)
+{
+    struct pool *p = arg;
+
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        while (!p->stop && p->next < p->nfiles && p->next >= p->written + p->window)
+            pthread_cond_wait(&p->cv, &p->mu);
+        if (p->stop || p->next >= p->nfiles)
+            break;
+        size_t i = p->next++;
+        p->slots[i].state = 1;
+        pthread_mutex_unlock(&p->mu);
+        parse_one(p, i);
+        pthread_mutex_lock(&p->mu);
+        p->slots[i].state = 2;
+        pthread_cond_broadcast(&p->cv);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+static int default_jobs(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    /* The writer thread is busy too: leave it one core. */
+    return n > 2 ? (int)n - 1 : 1;
+}
+
+/* Rank bookkeeping for duplicate detection: rank -> file index + 1. */
+struct rank_map {
+    size_t *owner;
+    size_t cap;
+};
+
+static int claim_rank(struct rank_map *m, int rank, size_t file, size_t *prev)
+{
+    if ((size_t)rank >= m->cap) {
+        size_t ncap = (size_t)rank * 2 + 16;
+        size_t *o = realloc(m->owner, ncap * sizeof *o);
+        if (!o)
+            return HM_ENOMEM;
+        memset(o + m->cap, 0, (ncap - m->cap) * sizeof *o);
+        m->owner = o;
+        m->cap = ncap;
+    }
+    if (m->owner[rank]) {
+        *prev = m->owner[rank] - 1;
+        return HM_EDUP;
+    }
+    m->owner[rank] = file + 1;
+    return 0;
+}
+
+/* Decides the rank of a parsed file, or fails with a message naming it. */
+static int resolve_rank(struct pool *p, size_t i, struct rank_map *ranks, struct hm_err *err)
+{
+    struct hm_batch *b = p->slots[i].batch;
+    size_t prev = 0;
+    int rc;
+
+    if (b->info.rank == HM_NONE) {
+        if (p->nfiles != 1)
+            return hm_err_set(err, HM_EFORMAT, p->files[i], -1,
+                              "no distributedInfo.rank and no rank in the file name "
+                              "(name it rank-N.json or pass one file at a time)");
+        b->info.rank = 0; /* HTA's rule for a lone trace without a rank */
+        b->info.rank_source = hm_batch_intern(b, "default", 7);
+    }
+    if (b->info.rank < 0)
+        return hm_err_set(err, HM_EFORMAT, p->files[i], -1, "negative rank %d", b->info.rank);
+    rc = claim_rank(ranks, b->info.rank, i, &prev);
+    if (rc == HM_EDUP)
+        return hm_err_set(err, HM_EDUP, p->files[i], -1, "rank %d is also claimed by %s",
+                          b->info.rank, p->files[prev]);
+    return rc;
+}
+
+static void count_batch(struct mrg_ingest_stats *st, const struct hm_batch *b, const char *path)
+{
+    struct stat sb;
+
+    st->slices += b->slices.n;
+    st->collectives += b->collectives.n;
+    st->counters += b->counters.n;
+    for (int k = 0; k < HM_SKIP__COUNT; k++)
+        st->skipped += b->info.skipped[k];
+    if (stat(path, &sb) == 0)
+        st->bytes_in += (uint64_t)sb.st_size;
+}
+
+/* Stores one parsed slot; returns 0, or an error for the whole ingest. */
+static int store_slot(struct pool *p, size_t i, struct mrg_writer *w, struct rank_map *ranks,
+                      struct mrg_ingest_stats *st, struct hm_err *err)
+{
+    struct slot *s = &p->slots[i];
+    int rc = s->rc;
+
+    if (rc == 0)
+        rc = resolve_rank(p, i, ranks, &s->err);
+    if (rc == 0) {
+        s->res[0].rank = s->res[1].rank = s->batch->info.rank;
+        rc = mrg_writer_add_batch(w, s->batch, &s->err);
+        if (rc == 0)
+            rc = mrg_writer_add_analysis(w, &s->res[0], "hta", &s->err);
+        if (rc == 0)
+            rc = mrg_writer_add_analysis(w, &s->res[1], "all_steps", &s->err);
+        if (rc == 0) {
+            count_batch(st, s->batch, p->files[i]);
+            st->ranks++;
+        }
+    }
+    if (rc != 0) {
+        char line[1200];
+        st->files_failed++;
+        /* SQLite failures are never per-file: the output itself is at risk. */
+        if (!p->opts->keep_going || rc == HM_ESQL || rc == HM_ENOMEM || rc == HM_EIO) {
+            *err = s->err;
+            return rc;
+        }
+        fprintf(stderr, "htamerge: skipping %s\n", hm_err_line(&s->err, line, sizeof line));
+    }
+    st->files++;
+    return 0;
+}
+
+static void release_slot(struct slot *s)
+{
+    hm_batch_free(s->batch);
+    s->batch = NULL;
+    an_rank_result_clear(&s->res[0]);
+    an_rank_result_clear(&s->res[1]);
+}
+
+static uint64_t total_bytes(char *const *files, size_t n)
+{
+    uint64_t t = 0;
+    struct stat sb;
+    for (size_t i = 0; i < n; i++)
+        if (stat(files[i], &sb) == 0)
+            t += (uint64_t)sb.st_size;
+    return t;
+}
+
+static int write_meta(struct mrg_writer *w, const struct mrg_ingest_opts *opts, struct hm_err *err)
+{
+    char when[64];
+    time_t t = time(NULL);
+    struct tm tm;
+    int rc;
+
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
+    rc = mrg_writer_set_meta(w, "created_by", "htamerge ingest", err);
+    if (rc == 0)
+        rc = mrg_writer_set_meta(w, "created_at", when, err);
+    if (rc == 0 && opts->command_line)
+        rc = mrg_writer_set_meta(w, "command_line", opts->command_line, err);
+    if (rc == 0)
+        rc = mrg_writer_set_meta(w, "run_status", "complete", err);
+    return rc;
+}
+
+/* The writer loop: consumes slots in order until all files are stored. */
+static int drain(struct pool *p, struct mrg_writer *w, struct mrg_ingest_stats *st,
+                 uint64_t total, struct hm_err *err)
+{
+    struct rank_map ranks = {0};
+    int rc = 0;
+
+    for (size_t i = 0; i < p->nfiles && rc == 0; i++) {
+        pthread_mutex_lock(&p->mu);
+        while (p->slots[i].state != 2)
+            pthread_cond_wait(&p->cv, &p->mu);
+        pthread_mutex_unlock(&p->mu);
+        rc = store_slot(p, i, w, &ranks, st, err);
+        if (p->slots[i].batch)
+            st->bytes_json += p->slots[i].batch->source_bytes;
+        release_slot(&p->slots[i]);
+        pthread_mutex_lock(&p->mu);
+        p->written = i + 1;
+        if (rc != 0)
+            p->stop = 1;
+        pthread_cond_broadcast(&p->cv);
+        pthread_mutex_unlock(&p->mu);
+        if (p->opts->progress && rc == 0)
+            p->opts->progress(p->opts->progress_ctx, st, total, 0);
+    }
+    free(ranks.owner);
+    return rc;
+}
+
+int mrg_ingest(char *const *files, size_t nfiles, const struct mrg_ingest_opts *opts,
+               struct mrg_ingest_stats *stats, struct hm_err *err)
+{
+    struct pool p = {.files = files, .nfiles = nfiles, .opts = opts};
+    struct mrg_writer *w = NULL;
+    pthread_t *th = NULL;
+    int njobs = opts->jobs > 0 ? opts->jobs : default_jobs(), started = 0, rc;
+    double t0 = now_s();
+    uint64_t total = total_bytes(files, nfiles);
+
+    memset(stats, 0, sizeof *stats);
+    if (nfiles == 0)
+        return hm_err_set(err, HM_EEMPTY, NULL, -1, "no trace files to ingest");
+    if ((size_t)njobs > nfiles)
+        njobs = (int)nfiles;
+    p.window = (size_t)njobs + 1;
+    p.slots = calloc(nfiles, sizeof *p.slots);
+    th = calloc((size_t)njobs, sizeof *th);
+    if (!p.slots || !th) {
+        rc = hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
+        goto out_free;
+    }
+    w = mrg_writer_open(opts->output, err);
+    if (!w) {
+        rc = err->code ? err->code : HM_EIO;
+        goto out_free;
+    }
+    pthread_mutex_init(&p.mu, NULL);
+    pthread_cond_init(&p.cv, NULL);
+    for (; started < njobs; started++)
+        if (pthread_create(&th[started], NULL, parser_main, &p) != 0)
+            break;
+    if (started == 0) {
+        rc = hm_err_set(err, HM_ENOMEM, NULL, -1, "cannot start parser threads");
+        goto out_abort;
+    }
+    rc = drain(&p, w, stats, total, err);
+    if (rc == 0 && stats->ranks == 0)
+        rc = hm_err_set(err, HM_EFORMAT, NULL, -1, "none of the %zu files could be read", nfiles);
+    if (rc == 0)
+        rc = write_meta(w, opts, err);
+
+out_abort:
+    pthread_mutex_lock(&p.mu);
+    p.stop = 1;
+    pthread_cond_broadcast(&p.cv);
+    pthread_mutex_unlock(&p.mu);
+    for (int i = 0; i < started; i++)
+        pthread_join(th[i], NULL);
+    for (size_t i = 0; i < nfiles; i++)
+        release_slot(&p.slots[i]);
+    pthread_mutex_destroy(&p.mu);
+    pthread_cond_destroy(&p.cv);
+    if (rc == 0)
+        rc = mrg_writer_finish(w, err);
+    else
+        mrg_writer_abort(w);
+out_free:
+    free(th);
+    free(p.slots);
+    stats->seconds = now_s() - t0;
+    if (opts->progress)
+        opts->progress(opts->progress_ctx, stats, total, 1);
+    return rc;
+}

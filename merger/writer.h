@@ -1,0 +1,94 @@
+/* The SQLite writer: stores batches, clock parameters, analysis results and
+ * run metadata in one database file with the schema of sql/schema.sql.
+ * The file is built under a temporary name (FINAL_PATH.tmp-<pid>) in one
+ * transaction and renamed into place by mrg_writer_finish, so a crash never
+ * leaves a partial FINAL_PATH. It applies the clock parameters it is given;
+ * it does not fit clocks, match collectives or run analyses. Fed by ingest
+ * and the live merger; read by the query server and `htamerge report`. */
+#ifndef HM_MERGER_WRITER_H
+#define HM_MERGER_WRITER_H
+
+#include <stdint.h>
+
+#include "analysis/hta.h"
+#include "common/batch.h"
+#include "common/err.h"
+
+struct mrg_writer;
+
+/* --- Lifecycle --------------------------------------------------------- */
+
+/* Creates FINAL_PATH's temporary sibling FINAL_PATH.tmp-<pid> (replacing a
+ * stale one) and applies the schema. Returns NULL and fills err (HM_EIO with
+ * err->file = final_path when the file cannot be created). */
+struct mrg_writer *mrg_writer_open(const char *final_path, struct hm_err *err);
+
+/* Consumes w, whether it succeeds or not. Builds the indexes and views,
+ * analyses, commits, switches the file to a plain rollback-journal database
+ * (journal_mode=DELETE, readable by the sqlite3 CLI), fsyncs it and renames
+ * it over FINAL_PATH. On failure the temporary file is deleted and err is
+ * filled. */
+int mrg_writer_finish(struct mrg_writer *w, struct hm_err *err);
+
+/* Consumes w: closes and deletes the temporary file. _abort(NULL) does
+ * nothing.
+ * Failures: a call refused for its arguments (HM_EINVAL, HM_EFORMAT: bad
+ * rank, clock method, mode, or a batch whose indexes point nowhere) changes
+ * nothing and the writer stays usable. A call that fails while storing
+ * (HM_ESQL, HM_EIO, HM_ENOMEM) leaves the writer failed: later calls return
+ * HM_EINVAL, and the caller should _abort (or _finish, which cleans up). */
+void mrg_writer_abort(struct mrg_writer *w);
+
+/* --- Ranks ------------------------------------------------------------- */
+
+/* Sets how rank's raw trace-clock ns map to the aligned clock:
+ *   aligned = raw + base + offset_ns + (int64)(drift_ppm * 1e-6 * (raw - ref_ns))
+ * base is base_ns, or each batch's info.base_time_ns (0 if absent) when
+ * base_ns is HM_NONE. method: "base_time", "none", "mpi" or "collectives".
+ * uncertainty_ns may be HM_NONE (unknown). Must come before the rank's first
+ * batch (HM_EINVAL after). Without it a rank gets base from its batches,
+ * offset 0, drift 0, method "base_time" if its batch has base_time_ns, else
+ * "none". */
+int mrg_writer_set_clock(struct mrg_writer *w, int rank, int64_t base_ns, int64_t offset_ns,
+                         double drift_ppm, int64_t ref_ns, const char *method,
+                         int64_t uncertainty_ns, struct hm_err *err);
+
+/* Marks rank complete (1) or cut short (0) in ranks.complete. Without it a
+ * rank is complete once it has a batch. May come at any time before _finish. */
+int mrg_writer_set_rank_complete(struct mrg_writer *w, int rank, int complete,
+                                 struct hm_err *err);
+
+/* --- Data -------------------------------------------------------------- */
+
+/* Appends one batch of rank b->info.rank (>= 0). b is only read, during the
+ * call (borrowed). Strings become rows of `strings` (deduplicated over the
+ * whole file), tracks are keyed (rank, kind, pid, tid), times are aligned
+ * with the rank's clock. Slice nesting (depth, parent) is computed per track
+ * within this batch. A rank may send many batches: they append, and its
+ * skipped counts add up. */
+int mrg_writer_add_batch(struct mrg_writer *w, const struct hm_batch *b, struct hm_err *err);
+
+/* Stores one rank's analysis results (r is borrowed) under mode "hta" (HTA's
+ * definitions, also filling the step columns of `steps`) or "all_steps";
+ * NULL means "hta". Replaces earlier results for the same (mode, rank). */
+int mrg_writer_add_analysis(struct mrg_writer *w, const struct an_rank_result *r,
+                            const char *mode, struct hm_err *err);
+
+/* Sets meta key to value (replacing it): created_by, htamerge_version,
+ * command_line, created_at, run_status, ... */
+int mrg_writer_set_meta(struct mrg_writer *w, const char *key, const char *value,
+                        struct hm_err *err);
+
+/* --- Progress ---------------------------------------------------------- */
+
+struct mrg_writer_stats {
+    uint64_t rows;     /* rows stored so far: slices, collectives, counters, steps */
+    uint64_t slices;   /* of which slices */
+    uint64_t strings;  /* distinct strings so far */
+    uint64_t bytes;    /* database size so far (pages in use x page size) */
+};
+
+/* Fills *out; cheap enough for a progress line per batch. */
+void mrg_writer_stats(struct mrg_writer *w, struct mrg_writer_stats *out);
+
+#endif

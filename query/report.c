@@ -1,0 +1,159 @@
+/* Report topics: each builds a JSON document from the analysis tables.
+ * The shapes are the contract of ARCHITECTURE.md ("report --format json"):
+ * times in microseconds as HTA prints them, one array per topic. */
+#include "report.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "hm_sql.h"
+#include "sql_guard.h"
+
+const char *const qry_report_topics[] = {"summary", "temporal", "overlap", "idle", "kernels",
+                                         "steps", "clocks", NULL};
+
+sqlite3 *qry_open(const char *path, struct hm_err *err)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL);
+    long version = -1;
+
+    if (rc != SQLITE_OK) {
+        hm_err_set(err, HM_EIO, path, -1, "cannot open: %s", db ? sqlite3_errmsg(db) : "out of memory");
+        sqlite3_close(db);
+        return NULL;
+    }
+    sqlite3_busy_timeout(db, 5000);
+    if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'schema_version'", -1, &st, NULL) ==
+            SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        version = strtol((const char *)sqlite3_column_text(st, 0), NULL, 10);
+    sqlite3_finalize(st);
+    if (version < 1) {
+        hm_err_set(err, HM_EFORMAT, path, -1, "not an htamerge database (no meta.schema_version)");
+        sqlite3_close(db);
+        return NULL;
+    }
+    if (version > 1) {
+        hm_err_set(err, HM_EVERSION, path, -1,
+                   "schema version %ld is newer than this htamerge reads (1); upgrade htamerge", version);
+        sqlite3_close(db);
+        return NULL;
+    }
+    return db;
+}
+
+static int rank_wanted(const struct qry_report_opts *o, const cJSON *row)
+{
+    const cJSON *r = cJSON_GetObjectItemCaseSensitive(row, "rank");
+    if (!o->ranks || !cJSON_IsNumber(r))
+        return 1;
+    for (int i = 0; i < o->nranks; i++)
+        if (o->ranks[i] == r->valueint)
+            return 1;
+    return 0;
+}
+
+static int step_wanted(const struct qry_report_opts *o, const cJSON *row)
+{
+    const cJSON *s = cJSON_GetObjectItemCaseSensitive(row, "step");
+    if (!o->steps || !cJSON_IsNumber(s))
+        return 1;
+    for (int i = 0; i < o->nsteps; i++)
+        if ((double)o->steps[i] == s->valuedouble)
+            return 1;
+    return 0;
+}
+
+/* Runs sql (binding ?1 = mode, ?2 = top) and adds its rows, as objects, to
+ * doc[key]. */
+static int add_rows(sqlite3 *db, const struct qry_report_opts *o, const char *sql, cJSON *doc,
+                    const char *key, struct hm_err *err)
+{
+    cJSON *arr = cJSON_AddArrayToObject(doc, key);
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+
+    if (rc != SQLITE_OK)
+        return hm_err_set(err, HM_ESQL, sqlite3_db_filename(db, "main"), -1, "report %s: %s", key,
+                          sqlite3_errmsg(db));
+    if (sqlite3_bind_parameter_count(st) >= 1)
+        sqlite3_bind_text(st, 1, o->all_steps ? "all_steps" : "hta", -1, SQLITE_STATIC);
+    if (sqlite3_bind_parameter_count(st) >= 2)
+        sqlite3_bind_int(st, 2, o->top_kernels > 0 ? o->top_kernels : 10);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        cJSON *row = cJSON_CreateObject();
+        for (int i = 0; i < sqlite3_column_count(st); i++)
+            qry_json_add_column(st, i, row, sqlite3_column_name(st, i));
+        if (rank_wanted(o, row) && step_wanted(o, row))
+            cJSON_AddItemToArray(arr, row);
+        else
+            cJSON_Delete(row);
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE)
+        return hm_err_set(err, HM_ESQL, sqlite3_db_filename(db, "main"), -1, "report %s: %s", key,
+                          sqlite3_errmsg(db));
+    return 0;
+}
+
+/* Adds key/value rows of sql as scalar members of doc. */
+static int add_facts(sqlite3 *db, const char *sql, cJSON *doc, struct hm_err *err)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+
+    if (rc != SQLITE_OK)
+        return hm_err_set(err, HM_ESQL, NULL, -1, "report summary: %s", sqlite3_errmsg(db));
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+        qry_json_add_column(st, 1, doc, (const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : hm_err_set(err, HM_ESQL, NULL, -1, "report summary: %s", sqlite3_errmsg(db));
+}
+
+int qry_report_build(sqlite3 *db, const struct qry_report_opts *o, cJSON **out, struct hm_err *err)
+{
+    cJSON *doc = cJSON_CreateObject();
+    const char *t = o->topic;
+    int rc;
+
+    if (!doc)
+        return hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
+    if (o->steps && strcmp(t, "steps") != 0) {
+        cJSON_Delete(doc);
+        return hm_err_set(err, HM_EINVAL, NULL, -1,
+                          "--steps applies to the steps topic; the other topics cover the whole run");
+    }
+    if (!strcmp(t, "summary")) {
+        rc = add_facts(db, hm_sql_report_summary_run, doc, err);
+        if (rc == 0)
+            cJSON_AddStringToObject(doc, "definitions", o->all_steps ? "all steps" : "HTA (last step dropped)");
+        if (rc == 0)
+            rc = add_rows(db, o, hm_sql_report_summary_ranks, doc, "ranks", err);
+        if (rc == 0)
+            rc = add_rows(db, o, hm_sql_report_summary_skipped, doc, "skipped", err);
+    } else if (!strcmp(t, "temporal")) {
+        rc = add_rows(db, o, hm_sql_report_temporal, doc, "ranks", err);
+    } else if (!strcmp(t, "overlap")) {
+        rc = add_rows(db, o, hm_sql_report_overlap, doc, "ranks", err);
+    } else if (!strcmp(t, "idle")) {
+        rc = add_rows(db, o, hm_sql_report_idle, doc, "streams", err);
+    } else if (!strcmp(t, "kernels")) {
+        rc = add_rows(db, o, hm_sql_report_kernel_types, doc, "kernel_types", err);
+        if (rc == 0)
+            rc = add_rows(db, o, hm_sql_report_kernels, doc, "kernels", err);
+    } else if (!strcmp(t, "steps")) {
+        rc = add_rows(db, o, hm_sql_report_steps, doc, "steps", err);
+    } else if (!strcmp(t, "clocks")) {
+        rc = add_rows(db, o, hm_sql_report_clocks, doc, "ranks", err);
+    } else {
+        rc = hm_err_set(err, HM_EINVAL, NULL, -1, "unknown report topic '%s'", t);
+    }
+    if (rc != 0) {
+        cJSON_Delete(doc);
+        return rc;
+    }
+    *out = doc;
+    return 0;
+}

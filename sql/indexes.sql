@@ -1,0 +1,35 @@
+-- Indexes built after the load (merger/writer.c, mrg_writer_finish): building
+-- them once over sorted data is much faster than maintaining them per insert.
+-- Each names the readers it serves.
+
+-- Timeline windows and per-track scans (query server, analyses): covers the
+-- time filter so only matching slices are fetched.
+CREATE INDEX slices_track_ts ON slices (track, ts, dur);
+
+-- Launch <-> GPU work links (CPU cuda_runtime event to its kernel).
+CREATE INDEX slices_correlation ON slices (correlation) WHERE correlation IS NOT NULL;
+
+-- Not indexed, on purpose: slices(name) and slices(parent) each cost about
+-- as much to build as slices_track_ts (measured: +60% on _finish). Children
+-- of a slice are found through slices_track_ts (same track, ts within the
+-- parent's span); look-ups by name go through tables made for them (steps,
+-- a_kernels, nvtx_stitched).
+
+CREATE INDEX tracks_rank ON tracks (rank, kind);
+
+-- Matching one collective across ranks, and the collective of a slice.
+CREATE INDEX collectives_pg_seq ON collectives (pg, seq, rank);
+CREATE INDEX collectives_slice ON collectives (slice);
+CREATE INDEX collectives_rank ON collectives (rank, enter_ns);
+
+CREATE INDEX collective_instances_pg_seq ON collective_instances (pg, seq);
+CREATE INDEX collective_instance_ranks_instance ON collective_instance_ranks (instance, rank);
+CREATE INDEX collective_instance_ranks_collective ON collective_instance_ranks (collective);
+
+CREATE INDEX nvtx_stitched_ranks_stitched ON nvtx_stitched_ranks (stitched, rank);
+
+-- Counter series of one rank.
+CREATE INDEX counters_rank_name_ts ON counters (rank, name, ts);
+
+CREATE INDEX files_rank ON files (rank);
+CREATE INDEX skipped_rank ON skipped (rank);

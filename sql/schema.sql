@@ -1,0 +1,285 @@
+-- htamerge database schema, version 1 (meta.schema_version).
+-- This file is the product's durable interface: tools and users query these
+-- tables directly. Change it only by adding; bump schema_version when a
+-- reader would need to know. Applied by merger/writer.c to a new database;
+-- indexes.sql and views.sql are applied at the end of the load.
+--
+-- Conventions:
+--   * Times (*_ns, ts, enter/exit) are int64 nanoseconds since the Unix
+--     epoch on rank 0's clock after alignment: aligned = raw + base_time_ns
+--     + clock_offset_ns + clock_drift_ppm * 1e-6 * (raw - clock_ref_ns), raw
+--     being the rank's own trace-clock ns (see ranks). When a trace has no
+--     baseTimeNanoseconds, base_time_ns is NULL and times are trace-clock ns
+--     plus the offset: not epoch times, but still comparable across ranks
+--     once an offset is known.
+--   * Durations (dur, *_ns) are ns; analysis results (*_us) are microseconds,
+--     as HTA reports them.
+--   * Columns holding an id of `strings` say "-> strings.id". NULL means
+--     absent or unknown; the writer never stores -1 for "absent".
+--   * Primary keys and the few UNIQUE keys exist during the load; all other
+--     indexes are built by indexes.sql after it.
+
+-- Key/value facts about the file and the run that produced it.
+CREATE TABLE meta (
+    key   TEXT PRIMARY KEY,   -- schema_version, created_by, htamerge_version, command_line, created_at, status, ...
+    value TEXT                -- the value as text
+);
+INSERT INTO meta (key, value) VALUES ('schema_version', '1');
+
+-- One row per rank that took part: identity, the clock model that maps its
+-- raw times to the aligned clock, and whether everything it produced arrived.
+CREATE TABLE ranks (
+    rank                 INTEGER PRIMARY KEY,  -- global rank (0-based)
+    host                 TEXT,     -- host name
+    pid                  INTEGER,  -- host process id of the profiled program
+    world_size           INTEGER,  -- number of ranks the rank reported
+    backend              TEXT,     -- distributed backend (nccl, gloo, ...)
+    rank_source          TEXT,     -- where the rank number came from: distributedInfo, file name, mpi, ...
+    base_time_ns         INTEGER,  -- Unix ns of the rank's trace time 0 (Kineto baseTimeNanoseconds); NULL if the trace had none
+    clock_offset_ns      INTEGER,  -- correction added to raw times to put them on rank 0's clock (0 for rank 0)
+    clock_drift_ppm      REAL,     -- clock rate error, parts per million, applied relative to clock_ref_ns
+    clock_ref_ns         INTEGER,  -- raw time at which the drift term is zero
+    clock_method         TEXT,     -- how the offset was found: mpi, collectives, base_time, none
+    clock_uncertainty_ns INTEGER,  -- estimated error of the aligned times; NULL if unknown
+    complete             INTEGER,  -- 1 if all of the rank's data arrived, 0 if it died or was cut short
+    batches              INTEGER,  -- number of batches stored for the rank
+    pg_config            TEXT,     -- process-group configuration as JSON (distributedInfo.pg_config)
+    device_props         TEXT,     -- GPU properties as JSON (deviceProperties)
+    nccl_version         TEXT,     -- NCCL version string
+    trace_meta           TEXT,     -- other top-level trace fields as a JSON object
+    trace_flags          INTEGER   -- bits (HM_INFO_F_*): 1 = some ts had a fraction of a us or was missing (HTA then rounds events inward to whole us)
+);
+
+-- Source files read per rank (offline ingest); live capture has none.
+CREATE TABLE files (
+    id      INTEGER PRIMARY KEY,  -- file id
+    rank    INTEGER,              -- -> ranks.rank
+    path    TEXT,                 -- path as given to htamerge
+    batches INTEGER,              -- batches the file produced
+    slices  INTEGER               -- slices stored from the file
+);
+
+-- Events a reader saw but did not keep, counted per rank, file and reason.
+-- Rows exist only for non-zero counts.
+CREATE TABLE skipped (
+    rank   INTEGER,  -- -> ranks.rank
+    file   TEXT,     -- source file path; NULL for live capture
+    reason TEXT,     -- no_dur, bad_value, no_cat, unsupported_ph, negative_dur (hm_skip_name)
+    count  INTEGER   -- number of events skipped
+);
+
+-- Interned strings: slice, track, counter and kernel names.
+CREATE TABLE strings (
+    id  INTEGER PRIMARY KEY,  -- string id (never 0: absent strings are NULL)
+    str TEXT NOT NULL         -- the text
+);
+
+-- Event categories (enum hm_cat of common/record.h): the values of slices.cat.
+CREATE TABLE categories (
+    id   INTEGER PRIMARY KEY,  -- enum hm_cat value; 0 is "other"
+    name TEXT NOT NULL         -- category text as Kineto writes it (cpu_op, kernel, cuda_runtime, ...)
+);
+
+-- Timelines: one per CPU thread and per GPU stream of a rank.
+CREATE TABLE tracks (
+    id   INTEGER PRIMARY KEY,  -- track id
+    rank INTEGER,              -- -> ranks.rank
+    kind TEXT,                 -- cpu_thread or gpu_stream
+    pid  INTEGER,              -- process id (cpu_thread) or device index (gpu_stream)
+    tid  INTEGER,              -- thread id (cpu_thread) or stream id (gpu_stream)
+    name INTEGER               -- thread name or "stream N" -> strings.id; NULL if unknown
+);
+
+-- Timed events on a track. Nesting (depth, parent) is computed within each
+-- batch the writer received (one trace file offline, a few seconds of a live
+-- capture): a slice that began in an earlier batch is not a parent. A slice
+-- whose span only partly overlaps the open one is not nested in it. Within a
+-- batch, ids follow (track, ts, longer first): a parent's id is below its
+-- children's, and one batch's slices of a track are neighbours on disk.
+CREATE TABLE slices (
+    id          INTEGER PRIMARY KEY,  -- slice id
+    track       INTEGER,  -- -> tracks.id
+    ts          INTEGER,  -- start, aligned ns
+    dur         INTEGER,  -- duration, ns (>= 0)
+    name        INTEGER,  -- -> strings.id; NULL if unnamed
+    cat         INTEGER,  -- category -> categories.id
+    cat_name    INTEGER,  -- original category text -> strings.id, only when cat is 0 (other)
+    depth       INTEGER,  -- nesting depth on its track, 0 = top level
+    parent      INTEGER,  -- enclosing slice -> slices.id; NULL at depth 0
+    correlation INTEGER,  -- CUPTI correlation id linking a launch to its GPU work; NULL if absent
+    external_id INTEGER,  -- Kineto "External id" linking a CPU op to its launches; NULL if absent
+    bytes       INTEGER,  -- bytes moved or set by memcpy/memset; NULL otherwise
+    iteration   INTEGER,  -- ProfilerStep number containing the slice; NULL if none
+    args        TEXT,     -- remaining event arguments as a compact JSON object; NULL if none
+    flags       INTEGER   -- bits (HM_SLICE_F_*): 1 = the source named a stream (Kineto args.stream), which HTA requires of GPU work
+);
+
+-- Sampled values (memory counters): one row per sample.
+CREATE TABLE counters (
+    id     INTEGER PRIMARY KEY,  -- sample id
+    rank   INTEGER,  -- -> ranks.rank
+    device INTEGER,  -- device index; -1 is the CPU
+    name   INTEGER,  -- counter name ("Total Allocated", ...) -> strings.id
+    ts     INTEGER,  -- aligned ns
+    value  REAL      -- sampled value (bytes for memory counters)
+);
+
+-- Collective calls as each rank saw them: one row per rank per collective
+-- slice (a CPU record_param_comms op and its NCCL kernel are two rows).
+CREATE TABLE collectives (
+    id         INTEGER PRIMARY KEY,  -- collective row id
+    rank       INTEGER,  -- -> ranks.rank
+    slice      INTEGER,  -- the slice carrying the metadata -> slices.id
+    pg         TEXT,     -- process group name ("Process Group Name")
+    pg_desc    TEXT,     -- process group description
+    op         TEXT,     -- collective name: allreduce, allgather, ...
+    seq        INTEGER,  -- per-process-group sequence number; NULL if absent
+    comms_id   TEXT,     -- NCCL communicator id; NULL if absent
+    in_nelems  INTEGER,  -- input element count; NULL if absent
+    out_nelems INTEGER,  -- output element count; NULL if absent
+    group_size INTEGER,  -- ranks in the process group; NULL if absent
+    dtype      TEXT,     -- element type
+    pg_ranks   TEXT,     -- global ranks of the group as text, e.g. "[0, 1]"
+    enter_ns   INTEGER,  -- aligned start (the slice's ts)
+    exit_ns    INTEGER   -- aligned end (the slice's ts + dur)
+);
+
+-- Collectives matched across ranks: one row per (pg, op, seq) instance.
+-- Filled by the collective matcher.
+CREATE TABLE collective_instances (
+    id            INTEGER PRIMARY KEY,  -- instance id
+    pg            TEXT,     -- process group name
+    op            TEXT,     -- collective name
+    seq           INTEGER,  -- sequence number within the process group
+    group_size    INTEGER,  -- ranks expected (process group size)
+    ranks         INTEGER,  -- ranks present in the trace
+    first_enter_ns INTEGER, -- earliest aligned enter over the ranks
+    last_enter_ns INTEGER,  -- latest aligned enter over the ranks
+    late_rank     INTEGER,  -- rank that entered last -> ranks.rank
+    skew_ns       INTEGER,  -- last_enter_ns - first_enter_ns
+    min_exit_ns   INTEGER,  -- earliest aligned exit
+    max_exit_ns   INTEGER   -- latest aligned exit
+);
+
+-- Membership of a matched collective: one row per rank present.
+CREATE TABLE collective_instance_ranks (
+    instance   INTEGER,  -- -> collective_instances.id
+    rank       INTEGER,  -- -> ranks.rank
+    collective INTEGER,  -- -> collectives.id
+    enter_ns   INTEGER,  -- aligned enter of this rank
+    exit_ns    INTEGER   -- aligned exit of this rank
+);
+
+-- NVTX (and user annotation) ranges matched across ranks by name path and
+-- occurrence. Filled by the NVTX stitcher.
+CREATE TABLE nvtx_stitched (
+    id             INTEGER PRIMARY KEY,  -- stitched range id
+    name           INTEGER,  -- range name -> strings.id
+    path           TEXT,     -- enclosing range names joined by '/', e.g. train_step/backward
+    occurrence     INTEGER,  -- n-th occurrence of the path on each rank (0-based)
+    ranks          INTEGER,  -- ranks that have this occurrence
+    first_enter_ns INTEGER,  -- earliest aligned enter
+    last_enter_ns  INTEGER,  -- latest aligned enter
+    late_rank      INTEGER,  -- rank that entered last -> ranks.rank
+    skew_ns        INTEGER,  -- last_enter_ns - first_enter_ns
+    gpu_ns         INTEGER   -- GPU time of the work launched inside, summed over ranks
+);
+
+-- Membership of a stitched range: one row per rank present.
+CREATE TABLE nvtx_stitched_ranks (
+    stitched INTEGER,  -- -> nvtx_stitched.id
+    rank     INTEGER,  -- -> ranks.rank
+    slice    INTEGER,  -- the range's slice -> slices.id
+    enter_ns INTEGER,  -- aligned enter
+    exit_ns  INTEGER,  -- aligned exit
+    gpu_ns   INTEGER   -- GPU time of the work launched inside on this rank
+);
+
+-- ProfilerStep#N ranges per rank; the analysis columns are filled from the
+-- HTA-definition results (a_* mode 'hta').
+CREATE TABLE steps (
+    rank         INTEGER,  -- -> ranks.rank
+    number       INTEGER,  -- N of ProfilerStep#N
+    slice        INTEGER,  -- the step's slice -> slices.id; NULL if unknown
+    ts           INTEGER,  -- aligned start of the CPU range
+    dur          INTEGER,  -- duration, ns
+    gpu_busy_us  INTEGER,  -- union of GPU work launched in the step, us; NULL until analysed
+    kernel_count INTEGER,  -- GPU kernels launched in the step; NULL until analysed
+    dropped      INTEGER,  -- 1 if HTA's rule drops it (the last step); NULL until analysed
+    PRIMARY KEY (rank, number)
+);
+
+-- Analysis results per rank. mode is 'hta' (HTA's definitions, dropping the
+-- last ProfilerStep) or 'all_steps' (keeping it); the v_* views show 'hta'.
+
+-- Temporal breakdown of GPU time.
+CREATE TABLE a_temporal (
+    mode            TEXT,     -- hta or all_steps
+    rank            INTEGER,  -- -> ranks.rank
+    has_gpu         INTEGER,  -- 0 if the rank has no GPU events (the other columns then say nothing)
+    idle_us         INTEGER,  -- kernel_us minus the union of GPU events
+    compute_us      INTEGER,  -- union of computation kernels
+    non_compute_us  INTEGER,  -- kernel_us - compute_us - idle_us
+    kernel_us       INTEGER,  -- last GPU event end - first GPU event start
+    idle_pct        REAL,     -- idle_us / kernel_us * 100; NULL if undefined
+    compute_pct     REAL,     -- compute_us / kernel_us * 100; NULL if undefined
+    non_compute_pct REAL,     -- non_compute_us / kernel_us * 100; NULL if undefined
+    PRIMARY KEY (mode, rank)
+);
+
+-- Communication hidden behind computation.
+CREATE TABLE a_overlap (
+    mode        TEXT,     -- hta or all_steps
+    rank        INTEGER,  -- -> ranks.rank
+    comm_us     INTEGER,  -- union of communication kernels
+    overlap_us  INTEGER,  -- |union(comp) & union(comm)|
+    overlap_pct REAL,     -- overlap_us / comm_us * 100; NULL when comm_us is 0 (HTA prints NaN)
+    PRIMARY KEY (mode, rank)
+);
+
+-- Idle time between GPU events, per stream, by cause.
+CREATE TABLE a_idle (
+    mode           TEXT,     -- hta or all_steps
+    rank           INTEGER,  -- -> ranks.rank
+    stream         INTEGER,  -- GPU stream id (tracks.tid of a gpu_stream track)
+    host_wait_us   INTEGER,  -- gaps where the launch came after the previous event ended
+    kernel_wait_us INTEGER,  -- other gaps shorter than 30 us
+    other_us       INTEGER,  -- remaining gaps
+    PRIMARY KEY (mode, rank, stream)
+);
+
+-- GPU time per kernel class (union of the class's kernels).
+CREATE TABLE a_kernel_class (
+    mode                 TEXT,     -- hta or all_steps
+    rank                 INTEGER,  -- -> ranks.rank
+    class                TEXT,     -- COMMUNICATION, MEMORY or COMPUTATION
+    union_us             INTEGER,  -- union of the class's kernel intervals
+    comp_overlap_comm_us INTEGER,  -- |union(COMPUTATION) & union(COMMUNICATION)| of the rank (same on each class row)
+    PRIMARY KEY (mode, rank, class)
+);
+
+-- HTA's kernel-type breakdown: GPU time per rank split into disjoint labels
+-- by which kernel classes run at the same time.
+CREATE TABLE a_kernel_labels (
+    mode  TEXT,     -- hta or all_steps
+    rank  INTEGER,  -- -> ranks.rank
+    label TEXT,     -- COMPUTATION, COMMUNICATION, MEMORY, or e.g. "COMPUTATION overlapping COMMUNICATION"
+    mask  INTEGER,  -- the label as class bits: 1 COMPUTATION, 2 COMMUNICATION, 4 MEMORY
+    us    INTEGER,  -- time covered by exactly these classes
+    PRIMARY KEY (mode, rank, label)
+);
+
+-- Kernel statistics per rank and kernel name.
+CREATE TABLE a_kernels (
+    mode    TEXT,     -- hta or all_steps
+    rank    INTEGER,  -- -> ranks.rank
+    name    INTEGER,  -- kernel name -> strings.id
+    class   TEXT,     -- COMMUNICATION, MEMORY or COMPUTATION
+    count   INTEGER,  -- number of launches
+    sum_us  INTEGER,  -- total duration
+    min_us  INTEGER,  -- shortest
+    max_us  INTEGER,  -- longest
+    mean_us REAL,     -- mean duration
+    std_us  REAL,     -- standard deviation of the duration
+    PRIMARY KEY (mode, rank, name)
+);
