@@ -243,6 +243,9 @@ int cli_sql(int argc, char **argv)
     }
     if (fmt != QRY_FORMAT_JSON) {
         cJSON *table = qry_sql_as_objects(doc);
+        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(doc, "truncated")))
+            cli_error("sql: output cut at %ld rows", lim.max_rows);
+        cJSON_DeleteItemFromObjectCaseSensitive(table, "truncated");
         cJSON_Delete(doc);
         doc = table;
     }

@@ -5,7 +5,7 @@
  * 4 GiB or more whose ISIZE wrapped) or the data is bad, zlib inflates as a
  * stream into a growing buffer and, on bad data, says what and where.
  * It does not parse JSON (kineto_parse.cpp does). */
-#include "kineto_int.h"
+#include "kineto_json_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -170,6 +170,22 @@ static int grow(char **buf, size_t *cap, size_t len)
     return 0;
 }
 
+/* Why inflate stopped: input ran out (Z_BUF_ERROR with nothing left),
+ * memory, or bad data (zlib's message: bad block type, CRC mismatch...). */
+static int inflate_failed(int rc, const z_stream *z, size_t pos, size_t len, const char *path,
+                          struct hm_err *err)
+{
+    if (rc == Z_BUF_ERROR)
+        return hm_err_set(err, HM_EFORMAT, path, (int64_t)pos,
+                          "truncated gzip stream: input ends at compressed byte %zu "
+                          "(%zu bytes inflated)", pos, len);
+    if (rc == Z_MEM_ERROR)
+        return hm_err_set(err, HM_ENOMEM, path, -1, "out of memory inflating gzip");
+    return hm_err_set(err, HM_EFORMAT, path, (int64_t)pos,
+                      "corrupt gzip data: %s at compressed byte %zu",
+                      z->msg ? z->msg : "bad stream", pos);
+}
+
 /* Slow path: zlib streaming inflate over every member into a growing
  * buffer; says precisely why when the stream is truncated or corrupt. */
 static int inflate_stream(const struct gz_in *in, const char *path, struct kj_buf *out,
@@ -187,6 +203,11 @@ static int inflate_stream(const struct gz_in *in, const char *path, struct kj_bu
         return hm_err_set(err, HM_ENOMEM, path, -1, "out of memory inflating gzip");
     }
     for (;;) {
+        if (len > KJ_MAX_JSON) {
+            ret = hm_err_set(err, HM_EFORMAT, path, (int64_t)pos,
+                             "decompressed JSON larger than 4 GiB is not supported");
+            break;
+        }
         if (grow(&buf, &cap, len) != 0) {
             ret = hm_err_set(err, HM_ENOMEM, path, -1, "out of memory inflating gzip");
             break;
@@ -212,17 +233,7 @@ static int inflate_stream(const struct gz_in *in, const char *path, struct kj_bu
         }
         if (rc == Z_OK || (rc == Z_BUF_ERROR && pos < in->n))
             continue;
-        if (rc == Z_BUF_ERROR) {
-            ret = hm_err_set(err, HM_EFORMAT, path, (int64_t)pos,
-                             "truncated gzip stream: input ends at compressed byte %zu "
-                             "(%zu bytes inflated)", pos, len);
-        } else if (rc == Z_MEM_ERROR) {
-            ret = hm_err_set(err, HM_ENOMEM, path, -1, "out of memory inflating gzip");
-        } else {
-            ret = hm_err_set(err, HM_EFORMAT, path, (int64_t)pos,
-                             "corrupt gzip data: %s at compressed byte %zu",
-                             z.msg ? z.msg : "bad stream", pos);
-        }
+        ret = inflate_failed(rc, &z, pos, len, path, err);
         break;
     }
     inflateEnd(&z);

@@ -7,7 +7,7 @@
  *   anything else, and events with bad or missing values, are counted in
  *   info.skipped by reason and dropped.
  * The walk (kineto_parse.cpp) feeds it; kineto_json.c handles the top level. */
-#include "kineto_int.h"
+#include "kineto_json_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,11 +103,7 @@ int kj_builder_init(struct kj_builder *k, struct hm_batch *b, int keep_args)
     if (!k->icache)
         return HM_ENOMEM;
     k->names = calloc(1, sizeof *k->names);
-    k->s_total_alloc = hm_batch_intern(b, "Total Allocated", 15);
-    k->s_total_reserved = hm_batch_intern(b, "Total Reserved", 14);
-    if (!k->names || k->s_total_alloc == UINT32_MAX || k->s_total_reserved == UINT32_MAX)
-        return HM_ENOMEM;
-    return 0;
+    return k->names ? 0 : HM_ENOMEM;
 }
 
 void kj_builder_fini(struct kj_builder *k)
@@ -395,6 +391,12 @@ static int on_instant(struct kj_builder *k, const struct kj_event *ev)
     dev = fld_int(ev, KJ_F_A_DEVICE_ID, -1);
     if (dev < INT32_MIN || dev > INT32_MAX)
         dev = -1;
+    if (!k->s_total_alloc) {   /* interned on first use: most traces have no [memory] */
+        k->s_total_alloc = hm_batch_intern(k->b, "Total Allocated", 15);
+        k->s_total_reserved = hm_batch_intern(k->b, "Total Reserved", 14);
+        if (k->s_total_alloc == UINT32_MAX || k->s_total_reserved == UINT32_MAX)
+            return HM_ENOMEM;
+    }
     if ((rc = push_counter(k, ts, (int32_t)dev, k->s_total_alloc, fld(ev, KJ_F_A_TOTAL_ALLOC))))
         return rc;
     return push_counter(k, ts, (int32_t)dev, k->s_total_reserved, fld(ev, KJ_F_A_TOTAL_RESERVED));

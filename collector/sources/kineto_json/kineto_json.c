@@ -4,7 +4,7 @@
  * baseTimeNanoseconds, deviceProperties, other scalars as trace_meta), then
  * names tracks and settles the rank. It does not align clocks. */
 #include "kineto_json.h"
-#include "kineto_int.h"
+#include "kineto_json_int.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -141,8 +141,10 @@ static int sort_dedup(struct lst *l)
     struct lst_ent **idx;
     size_t i, n = 0;
 
+    if (l->v.n == 0)
+        return 0;
     qsort(l->v.v, l->v.n, sizeof *l->v.v, by_path);
-    idx = malloc((l->v.n ? l->v.n : 1) * sizeof *idx);
+    idx = malloc(l->v.n * sizeof *idx);
     if (!idx)
         return hm_err_set(l->err, HM_ENOMEM, NULL, -1, "out of memory listing files");
     for (i = 0; i < l->v.n; i++)

@@ -3,7 +3,7 @@
  * epoch-sized values need 61 bits in nanoseconds, more than a double holds
  * exactly, so the text is converted digit by digit and never through a
  * double. Does not parse floats for display; counters use strtod. */
-#include "kineto_int.h"
+#include "kineto_json_int.h"
 
 #include <stdbool.h>
 #include <string.h>

@@ -5,8 +5,10 @@
  * kineto_event.c and kineto_json.c turn tokens into records. The only C++
  * in the tree: no exception leaves it (simdjson's error-code API, and a
  * catch-all around the walk). */
-#include "kineto_int.h"
+#include "kineto_json_int.h"
 
+/* Error codes only: any simdjson call that could throw fails to compile. */
+#define SIMDJSON_EXCEPTIONS 0
 #include <simdjson.h>
 
 #include <cstring>
@@ -39,17 +41,20 @@ const int ARGS_KEY = KJ_F__COUNT;   /* event_keys' pseudo field for "args" */
 
 struct key_index {
     const key_entry *cand[256][4];
+    bool full = false;   /* more than four keys share a first byte */
 
     template <size_t N>
     constexpr explicit key_index(const key_entry (&tab)[N]) : cand{}
     {
         for (size_t i = 0; i < N; i++) {
             auto &slot = cand[(unsigned char)tab[i].s[0]];
-            for (auto &c : slot)
-                if (!c) {
-                    c = &tab[i];
-                    break;
-                }
+            size_t k = 0;
+            while (k < 4 && slot[k])
+                k++;
+            if (k == 4)
+                full = true;
+            else
+                slot[k] = &tab[i];
         }
     }
 
@@ -73,12 +78,22 @@ struct key_index {
 
 constexpr key_index event_index(event_keys);
 constexpr key_index arg_index(arg_keys);
+static_assert(!event_index.full && !arg_index.full, "key_index holds four keys per first byte");
 
 inline std::string_view trim(std::string_view s)
 {
     while (!s.empty() && (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' || s.back() == '\t'))
         s.remove_suffix(1);
     return s;
+}
+
+/* Length of a raw key up to its closing quote, escapes included. */
+inline size_t raw_key_len(const char *k)
+{
+    size_t n = 0;
+    while (k[n] != '"')
+        n += k[n] == '\\' ? 2 : 1;
+    return n;
 }
 
 inline void set_tok(kj_tok *t, std::string_view s, kj_type type)
@@ -109,7 +124,6 @@ struct walker {
     error_code top();
     error_code stop(ondemand::value &v, const char *msg);
     int failed(error_code e);
-    size_t content_end() const;
 };
 
 /* Classifies v by its first character and fills t; containers are consumed
@@ -204,7 +218,8 @@ error_code walker::event(ondemand::value &v, kj_event *ev)
     ev->present = 0;
     ev->args.type = KJ_ABSENT;
     ev->not_object = 0;
-    if (v.type() != ondemand::json_type::object) {
+    ondemand::json_type jt;
+    if (v.type().get(jt) || jt != ondemand::json_type::object) {
         ev->not_object = 1;
         return SUCCESS;   /* the array walk skips the value */
     }
@@ -253,15 +268,6 @@ error_code walker::events(ondemand::value &v)
         }
     }
     return SUCCESS;
-}
-
-/* Length of a raw key up to its closing quote, escapes included. */
-inline size_t raw_key_len(const char *k)
-{
-    size_t n = 0;
-    while (k[n] != '"')
-        n += k[n] == '\\' ? 2 : 1;
-    return n;
 }
 
 /* Hands each member of an object (the top level's, or distributedInfo's)
@@ -347,65 +353,6 @@ error_code walker::top()
     return SUCCESS;
 }
 
-/* Offset of the first byte that breaks UTF-8, or -1. Only for error
- * reports: stage 1 says that the input is bad, not where. */
-int64_t first_bad_utf8(const unsigned char *p, size_t n)
-{
-    size_t i = 0;
-
-    while (i < n) {
-        unsigned c = p[i], need, lo = 0x80, hi = 0xBF;
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        if (c >= 0xC2 && c <= 0xDF)
-            need = 1;
-        else if (c >= 0xE0 && c <= 0xEF)
-            need = 2, lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
-        else if (c >= 0xF0 && c <= 0xF4)
-            need = 3, lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
-        else
-            return int64_t(i);
-        for (unsigned k = 1; k <= need; k++) {
-            unsigned d = i + k < n ? p[i + k] : 0;
-            if (d < (k == 1 ? lo : 0x80) || d > (k == 1 ? hi : 0xBF))
-                return int64_t(i);
-        }
-        i += need + 1;
-    }
-    return -1;
-}
-
-/* Offset of the first control character inside a string, or -1. */
-int64_t first_raw_control(const char *p, size_t n)
-{
-    bool in_str = false;
-
-    for (size_t i = 0; i < n; i++) {
-        if (!in_str) {
-            in_str = p[i] == '"';
-        } else if (p[i] == '\\') {
-            i++;
-        } else if (p[i] == '"') {
-            in_str = false;
-        } else if ((unsigned char)p[i] < 0x20) {
-            return int64_t(i);
-        }
-    }
-    return -1;
-}
-
-/* Length of the document without its trailing whitespace: a walk that
- * fails there ran out of input. */
-size_t walker::content_end() const
-{
-    size_t n = len;
-    while (n > 0 && (buf[n - 1] == ' ' || buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == '\t'))
-        n--;
-    return n;
-}
-
 /* Turns a failed walk into an HM_E* code and *fail. */
 int walker::failed(error_code e)
 {
@@ -413,11 +360,6 @@ int walker::failed(error_code e)
 
     fail->detail = nullptr;
     fail->offset = int64_t(len);
-    if (why) {
-        fail->msg = why;
-        fail->offset = why_at;
-        return HM_EFORMAT;
-    }
     if (e == MEMALLOC) {
         fail->msg = "out of memory parsing JSON";
         fail->offset = -1;
@@ -431,10 +373,14 @@ int walker::failed(error_code e)
     } else if (!walking) {   /* stage 1 found it but does not say where */
         fail->msg = "invalid JSON";
         fail->detail = error_message(e);
-        fail->offset = e == UTF8_ERROR ? first_bad_utf8((const unsigned char *)buf, len)
-                       : e == UNESCAPED_CHARS ? first_raw_control(buf, len) : -1;
-    } else if (e == INCOMPLETE_ARRAY_OR_OBJECT || doc.current_location().get(loc) ||
-               size_t(loc - buf) >= content_end()) {
+        fail->offset = e == UTF8_ERROR ? kj_diag_bad_utf8(buf, len)
+                       : e == UNESCAPED_CHARS ? kj_diag_raw_control(buf, len) : -1;
+    } else if (e == INCOMPLETE_ARRAY_OR_OBJECT || kj_diag_cut_short(buf, len)) {
+        fail->msg = "truncated JSON: unexpected end of input";   /* whatever else went wrong */
+    } else if (why) {
+        fail->msg = why;
+        fail->offset = why_at;
+    } else if (doc.current_location().get(loc)) {
         fail->msg = "truncated JSON: unexpected end of input";
     } else {
         fail->msg = "invalid JSON";

@@ -340,6 +340,11 @@ static void check_slices(sqlite3 *db)
     CHECK_EQ_INT(q_int(db, "SELECT depth FROM v_slices WHERE name = 'aten::mm' AND ts = "
                            "(SELECT max(ts) FROM v_slices WHERE name = 'aten::mm')"), 0);
     CHECK_EQ_INT(q_int(db, "SELECT depth FROM v_slices WHERE name = 'late op'"), 1);
+    /* Storage order: parents before children, a track's slices of one batch
+     * in time order. */
+    CHECK_EQ_INT(q_int(db, "SELECT count(*) FROM slices WHERE parent >= id"), 0);
+    CHECK_EQ_INT(q_int(db, "SELECT count(*) FROM slices a JOIN slices b ON b.id = a.id + 1 "
+                           "AND b.track = a.track WHERE b.ts < a.ts"), 0);
     /* NULL for absent values; categories; args. */
     CHECK_EQ_INT(q_int(db, "SELECT correlation FROM v_slices WHERE rank = 0 AND name = 'aten::add'"),
                  INT64_MIN);
@@ -531,6 +536,40 @@ static void test_abort(void)
     hm_batch_free(b);
 }
 
+/* A batch with nothing but skipped counts and rank facts (no tracks). */
+static void test_empty_batch(void)
+{
+    char path[4096];
+    struct hm_err err;
+    struct mrg_writer *w;
+    struct hm_batch *b = hm_batch_new();
+    sqlite3 *db = NULL;
+
+    snprintf(path, sizeof path, "%s", hm_tmpfile("writer_empty.db"));
+    b->info.rank = 5;
+    b->info.skipped[HM_SKIP_UNSUPPORTED_PH] = 7;
+    b->info.hostname = S(b, "node-z");
+    w = mrg_writer_open(path, &err);
+    CHECK(w != NULL);
+    if (!w)
+        return;
+    CHECK_EQ_INT(mrg_writer_add_batch(w, b, &err), 0);
+    CHECK_EQ_INT(mrg_writer_add_batch(w, b, &err), 0);
+    CHECK_EQ_INT(mrg_writer_finish(w, &err), 0);
+    hm_batch_free(b);
+    CHECK_EQ_INT(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    CHECK_EQ_INT(q_int(db, "SELECT count(*) FROM slices"), 0);
+    CHECK_EQ_INT(q_int(db, "SELECT count(*) FROM files"), 0);
+    CHECK_EQ_INT(q_int(db, "SELECT count FROM skipped WHERE rank = 5 AND reason = 'unsupported_ph' "
+                           "AND file IS NULL"), 14);
+    CHECK_STR(q_text(db, "SELECT host || ' ' || clock_method || ' ' || complete FROM ranks"),
+              "node-z none 1");
+    CHECK_EQ_INT(q_int(db, "SELECT count(*) FROM v_stragglers"), 0);
+    CHECK_STR(q_text(db, "PRAGMA integrity_check"), "ok");
+    sqlite3_close(db);
+    unlink(path);
+}
+
 static void test_unwritable(void)
 {
     struct hm_err err;
@@ -566,6 +605,7 @@ int main(void)
     test_run();
     test_drift();
     test_abort();
+    test_empty_batch();
     test_unwritable();
     return hm_test_done();
 }

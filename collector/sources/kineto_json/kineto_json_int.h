@@ -4,10 +4,11 @@
  *   kineto_event.c   the sink's event half: one trace event -> records
  *   kineto_json.c    src_kineto_read: load, walk, top-level members, rank
  *   kineto_num.c     exact number text -> scaled int64
+ *   kineto_diag.c    where bad JSON went wrong, for error reports
  *   kineto_list.c    file listing and rank-from-name
  * The JSON walk knows JSON and the key names below, not the record model. */
-#ifndef SRC_KINETO_INT_H
-#define SRC_KINETO_INT_H
+#ifndef SRC_KINETO_JSON_INT_H
+#define SRC_KINETO_JSON_INT_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -128,6 +129,16 @@ int kj_parse(const char *buf, size_t len, const struct kj_sink *sink, struct kj_
 /* Writes the compact form of the JSON text src[0..n) to dst (room for n
  * bytes) and returns its length. Does not validate. */
 size_t kj_minify(const char *src, size_t n, char *dst);
+
+/* ---- Locating bad JSON for error reports (kineto_diag.c) ---- */
+
+/* Offset of the first byte of p[0..n) that breaks UTF-8, or -1. */
+int64_t kj_diag_bad_utf8(const char *p, size_t n);
+/* Offset of the first unescaped control character inside a string, or -1. */
+int64_t kj_diag_raw_control(const char *p, size_t n);
+/* True when p[0..n) ends inside a string, object or array whose brackets
+ * all matched so far: input cut short rather than written wrong. */
+int kj_diag_cut_short(const char *p, size_t n);
 
 /* ---- Numbers (kineto_num.c) ---- */
 

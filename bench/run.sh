@@ -1,0 +1,176 @@
+#!/usr/bin/env bash
+# htamerge benchmark runner (issue 2, item 7). From the repository root:
+#
+#   bash bench/run.sh
+#
+# 1. builds (or reuses) $BUILD_DIR/htamerge (RelWithDebInfo, -O2) and compiles
+#    the harnesses bench/bench_parse.c and bench/bench_stages.c against that
+#    build's static libraries (no CMake change needed);
+# 2. makes the corpus with bench/make_corpus.py (8 ranks x ~35 MB of JSON,
+#    gzip level 6; kept between runs);
+# 3. measures, side by side, each REPS times (median): zcat of all files (the
+#    floor); `htamerge ingest` end to end under /usr/bin/time -v (wall, peak
+#    RSS); `htamerge report temporal`; parse-only MB/s on one core (plain JSON
+#    and .json.gz); and a single-thread stage breakdown;
+# 4. prints a markdown table and writes it as today's section of
+#    bench/RESULTS.md (replacing a section of the same day).
+#
+# Environment:
+#   BUILD_DIR    build folder (default build), relative to the repo root or absolute
+#   BENCH_DIR    scratch + corpus (default /tmp/htamerge-bench)
+#   REPS         repetitions per measurement (default 3)
+#   PARSE_RUNS   runs per bench_parse call (default 11)
+#   PERF         1: also `perf record` one ingest and list the hot symbols
+#                (default: 1 when perf works)
+#   NO_BUILD     1: do not run cmake, use what is in BUILD_DIR
+#   NO_WRITE     1: do not touch bench/RESULTS.md
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+BUILD_DIR=${BUILD_DIR:-build}
+case $BUILD_DIR in /*) ;; *) BUILD_DIR=$ROOT/$BUILD_DIR ;; esac
+BENCH_DIR=${BENCH_DIR:-/tmp/htamerge-bench}
+CORPUS=$BENCH_DIR/corpus
+PLAIN=$BENCH_DIR/rank-0.pt.trace.json
+WORK=$BENCH_DIR/work
+REPS=${REPS:-3}
+PARSE_RUNS=${PARSE_RUNS:-11}
+RAW=$WORK/raw.txt
+HM=$BUILD_DIR/htamerge
+
+say() { printf 'bench: %s\n' "$*" >&2; }
+die() { say "error: $*"; exit 1; }
+[ -x /usr/bin/time ] || die "/usr/bin/time missing (apt-get install time)"
+mkdir -p "$WORK"
+: >"$RAW"
+put() { printf '%s %s\n' "$1" "$2" >>"$RAW"; }
+
+# --- 1. build ------------------------------------------------------------
+if [ "${NO_BUILD:-0}" != 1 ]; then
+    if [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
+        cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+    fi
+    if ! cmake --build "$BUILD_DIR" -j"$(nproc)" --target htamerge >"$WORK/build.log" 2>&1; then
+        tail -20 "$WORK/build.log" >&2
+        [ -x "$HM" ] || die "build failed and there is no $HM to fall back on"
+        say "warning: build failed (see $WORK/build.log); measuring the existing $HM"
+        put build_note "build-failed-used-existing-binary"
+    fi
+fi
+[ -x "$HM" ] || die "no $HM (build first, or set BUILD_DIR)"
+btype=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$BUILD_DIR/CMakeCache.txt" 2>/dev/null || true)
+san=$(sed -n 's/^HTAMERGE_SANITIZE:[A-Z]*=//p' "$BUILD_DIR/CMakeCache.txt" 2>/dev/null || true)
+case "$btype" in Release|RelWithDebInfo|MinSizeRel) ;; *) say "warning: build type '$btype' is not optimised" ;; esac
+[ "$san" = ON ] && say "warning: $BUILD_DIR is a sanitizer build: numbers are meaningless"
+put build_type "${btype:-unknown}"
+
+# Harnesses: compiled by hand against the build's static libraries.
+lib() { find "$BUILD_DIR" -name "lib$1.a" -print -quit; }
+K=$(lib hm_kineto) C=$(lib hm_common) A=$(lib hm_analysis) M=$(lib hm_merger)
+[ -n "$K" ] && [ -n "$C" ] || die "no libhm_kineto.a / libhm_common.a under $BUILD_DIR"
+BIN=$BUILD_DIR/bench
+mkdir -p "$BIN"
+CFLAGS="-O2 -g -std=c11 -D_GNU_SOURCE -Wall -Wextra -I$ROOT -I$BUILD_DIR/generated"
+gcc $CFLAGS bench/bench_parse.c "$K" "$C" -lsimdjson -ldeflate -lz -lstdc++ -lm -lpthread \
+    -o "$BIN/bench_parse"
+have_stages=0
+if [ -n "$A" ] && [ -n "$M" ] && gcc $CFLAGS bench/bench_stages.c "$M" "$A" "$K" "$C" -lsqlite3 \
+        -lsimdjson -ldeflate -lz -lstdc++ -lm -lpthread -o "$BIN/bench_stages" 2>"$WORK/stages_cc.log"; then
+    have_stages=1
+else
+    say "warning: bench_stages did not build (see $WORK/stages_cc.log); no stage breakdown"
+fi
+
+# --- 2. corpus -----------------------------------------------------------
+python3 bench/make_corpus.py "$CORPUS" --json >&2
+FILES=("$CORPUS"/rank-*.pt.trace.json.gz)
+cat "${FILES[@]}" "$PLAIN" >/dev/null          # warm the page cache
+largest=0 total_json=0 total_gz=0
+for f in "${FILES[@]}"; do
+    n=$(gzip -dc "$f" | wc -c)
+    total_json=$((total_json + n))
+    total_gz=$((total_gz + $(stat -c %s "$f")))
+    [ "$n" -gt "$largest" ] && largest=$n
+done
+put files "${#FILES[@]}"
+put largest_json_bytes "$largest"
+put total_json_bytes "$total_json"
+put total_gz_bytes "$total_gz"
+
+# SQLite page cache the writer asks for (merger/writer.c), in bytes.
+cs=$(sed -n 's/.*PRAGMA cache_size = \(-\{0,1\}[0-9]*\).*/\1/p' merger/writer.c | head -1)
+ps=$(sed -n 's/.*PRAGMA page_size = \([0-9]*\).*/\1/p' merger/writer.c | head -1)
+ps=${ps:-4096}
+if [ -z "$cs" ]; then cache=$((2000 * 1024))        # SQLite's default: -2000 (KiB)
+elif [ "$cs" -lt 0 ]; then cache=$((-cs * 1024))
+else cache=$((cs * ps)); fi
+put sqlite_cache_bytes "$cache"
+put sqlite_cache_pragma "${cs:-default}"
+
+# --- 3. measurements -----------------------------------------------------
+put nproc "$(nproc)"
+put cpu "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1 | tr ' ' '_')"
+put mem_gb "$(awk '/MemTotal/ {printf "%.0f", $2/1048576}' /proc/meminfo)"
+put load_start "$(cut -d' ' -f1 /proc/loadavg)"
+put git_rev "$(git rev-parse --short HEAD 2>/dev/null || echo none)"
+put git_dirty "$(git status --porcelain --untracked-files=no 2>/dev/null | wc -l)"
+put default_jobs "$(n=$(nproc); [ "$n" -gt 2 ] && echo $((n - 1)) || echo 1)"
+
+tv() {   # tv PREFIX CMD...: /usr/bin/time -v; records PREFIX_wall/_rss/_user/_sys
+    local p=$1 out=$WORK/time.txt; shift
+    /usr/bin/time -v -o "$out" "$@"
+    awk -v p="$p" -F': ' '
+        /Elapsed \(wall clock\)/ { n = split($2, a, ":"); s = 0; for (i = 1; i <= n; i++) s = s * 60 + a[i]; print p "_wall", s }
+        /Maximum resident set size/ { print p "_rss_kb", $2 }
+        /User time/ { print p "_user", $2 }
+        /System time/ { print p "_sys", $2 }' "$out" >>"$RAW"
+}
+wall() { # wall KEY CMD...: wall seconds with ns resolution
+    local k=$1 t0 t1; shift
+    t0=$(date +%s.%N); "$@"; t1=$(date +%s.%N)
+    put "$k" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.4f", b - a }')"
+}
+
+DB=$WORK/bench.db
+for i in $(seq "$REPS"); do
+    say "round $i/$REPS"
+    wall zcat_wall bash -c 'zcat "$@" >/dev/null' _ "${FILES[@]}"
+    rm -f "$DB"
+    wall ingest_wall_hr tv ingest "$HM" ingest -q -o "$DB" "$CORPUS"
+    wall report_temporal_wall bash -c '"$1" report "$2" temporal >/dev/null' _ "$HM" "$DB"
+    rm -f "$WORK/j1.db"
+    wall ingest_j1_wall "$HM" ingest -q -j 1 -o "$WORK/j1.db" "$CORPUS"
+    rm -f "$WORK/noargs.db"
+    wall ingest_noargs_wall "$HM" ingest -q --no-args -o "$WORK/noargs.db" "$CORPUS"
+    if [ $have_stages = 1 ]; then
+        rm -f "$WORK/stages.db"
+        "$BIN/bench_stages" -o "$WORK/stages.db" "${FILES[@]}" | sed 's/^/stages_/' >>"$RAW"
+    fi
+    "$BIN/bench_parse" -n "$PARSE_RUNS" "$PLAIN" | sed 's/^/parse_json_/' >>"$RAW"
+    "$BIN/bench_parse" -n "$PARSE_RUNS" "${FILES[0]}" | sed 's/^/parse_gz_/' >>"$RAW"
+done
+put db_bytes "$(stat -c %s "$DB")"
+put db_noargs_bytes "$(stat -c %s "$WORK/noargs.db")"
+"$HM" ingest -o "$WORK/summary.db" "$CORPUS" 2>&1 | head -1 | sed 's/^/ingest_line /' >>"$RAW"
+rm -f "$WORK/summary.db"
+
+# Optional: where the CPU goes in one ingest (perf, if it works here).
+if [ "${PERF:-auto}" != 0 ] && command -v perf >/dev/null &&
+        perf record -q -o "$WORK/perf.probe" -- true >/dev/null 2>&1; then
+    rm -f "$WORK/perf.db"
+    perf record -q -F 2000 -g -o "$WORK/perf.data" -- "$HM" ingest -q -o "$WORK/perf.db" "$CORPUS" \
+        >/dev/null 2>&1 || true
+    perf report -i "$WORK/perf.data" --no-children --sort dso --stdio 2>/dev/null |
+        grep -E '^ +[0-9.]+%' | head -8 >"$WORK/perf_dso.txt" || true
+    perf report -i "$WORK/perf.data" --no-children --sort sym --stdio -g none 2>/dev/null |
+        grep -E '^ +[0-9.]+%' | head -25 >"$WORK/perf_sym.txt" || true
+    perf report -i "$WORK/perf.data" --no-children --sort comm --stdio 2>/dev/null |
+        grep -E '^ +[0-9.]+%' | head -6 >"$WORK/perf_comm.txt" || true
+fi
+put load_end "$(cut -d' ' -f1 /proc/loadavg)"
+
+# --- 4. report -----------------------------------------------------------
+args=("$RAW" --work "$WORK")
+[ "${NO_WRITE:-0}" = 1 ] || args+=(--results "$ROOT/bench/RESULTS.md")
+python3 bench/summarize.py "${args[@]}"
