@@ -22,8 +22,13 @@
 #   PARSE_RUNS   runs per bench_parse call (default 11)
 #   PERF         1: also `perf record` one ingest and list the hot symbols
 #                (default: 1 when perf works)
-#   NO_BUILD     1: do not run cmake, use what is in BUILD_DIR
+#   NO_BUILD     1: do not run cmake, use what is in BUILD_DIR (harnesses already
+#                in BUILD_DIR/bench are used when the static libraries are absent)
 #   NO_WRITE     1: do not touch bench/RESULTS.md
+#   RESULTS      results file to update (default bench/RESULTS.md)
+#   CPUS         e.g. 0,1: run every measured command under `taskset -c CPUS`
+#   INGEST_ARGS  extra ingest options, e.g. "-j 1" (with CPUS, to mimic a smaller machine)
+#   TIME         GNU time binary (default /usr/bin/time)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -38,10 +43,15 @@ REPS=${REPS:-3}
 PARSE_RUNS=${PARSE_RUNS:-11}
 RAW=$WORK/raw.txt
 HM=$BUILD_DIR/htamerge
+TIME=${TIME:-/usr/bin/time}
+RESULTS=${RESULTS:-$ROOT/bench/RESULTS.md}
+read -r -a XARGS <<<"${INGEST_ARGS:-}"
+PIN=()
+[ -n "${CPUS:-}" ] && PIN=(taskset -c "$CPUS")
 
 say() { printf 'bench: %s\n' "$*" >&2; }
 die() { say "error: $*"; exit 1; }
-[ -x /usr/bin/time ] || die "/usr/bin/time missing (apt-get install time)"
+[ -x "$TIME" ] || die "$TIME missing (apt-get install time)"
 mkdir -p "$WORK"
 : >"$RAW"
 put() { printf '%s %s\n' "$1" "$2" >>"$RAW"; }
@@ -68,18 +78,25 @@ put build_type "${btype:-unknown}"
 # Harnesses: compiled by hand against the build's static libraries.
 lib() { find "$BUILD_DIR" -name "lib$1.a" -print -quit; }
 K=$(lib hm_kineto) C=$(lib hm_common) A=$(lib hm_analysis) M=$(lib hm_merger)
-[ -n "$K" ] && [ -n "$C" ] || die "no libhm_kineto.a / libhm_common.a under $BUILD_DIR"
 BIN=$BUILD_DIR/bench
 mkdir -p "$BIN"
-CFLAGS="-O2 -g -std=c11 -D_GNU_SOURCE -Wall -Wextra -I$ROOT -I$BUILD_DIR/generated"
-gcc $CFLAGS bench/bench_parse.c "$K" "$C" -lsimdjson -ldeflate -lz -lstdc++ -lm -lpthread \
-    -o "$BIN/bench_parse"
 have_stages=0
-if [ -n "$A" ] && [ -n "$M" ] && gcc $CFLAGS bench/bench_stages.c "$M" "$A" "$K" "$C" -lsqlite3 \
-        -lsimdjson -ldeflate -lz -lstdc++ -lm -lpthread -o "$BIN/bench_stages" 2>"$WORK/stages_cc.log"; then
-    have_stages=1
+if [ -n "$K" ] && [ -n "$C" ]; then
+    CFLAGS="-O2 -g -std=c11 -D_GNU_SOURCE -Wall -Wextra -I$ROOT -I$BUILD_DIR/generated"
+    gcc $CFLAGS bench/bench_parse.c "$K" "$C" -lsimdjson -ldeflate -lz -lstdc++ -lm -lpthread \
+        -o "$BIN/bench_parse"
+    if [ -n "$A" ] && [ -n "$M" ] && gcc $CFLAGS bench/bench_stages.c "$M" "$A" "$K" "$C" \
+            -lsqlite3 -lsimdjson -ldeflate -lz -lstdc++ -lm -lpthread -o "$BIN/bench_stages" \
+            2>"$WORK/stages_cc.log"; then
+        have_stages=1
+    else
+        say "warning: bench_stages did not build (see $WORK/stages_cc.log); no stage breakdown"
+    fi
+elif [ -x "$BIN/bench_parse" ]; then
+    say "no static libraries under $BUILD_DIR: using the prebuilt harnesses in $BIN"
+    [ -x "$BIN/bench_stages" ] && have_stages=1
 else
-    say "warning: bench_stages did not build (see $WORK/stages_cc.log); no stage breakdown"
+    die "no libhm_kineto.a / libhm_common.a under $BUILD_DIR"
 fi
 
 # --- 2. corpus -----------------------------------------------------------
@@ -110,16 +127,19 @@ put sqlite_cache_pragma "${cs:-default}"
 
 # --- 3. measurements -----------------------------------------------------
 put nproc "$(nproc)"
+put nproc_all "$(nproc --all)"
+put cpus "${CPUS:-all}"
+put ingest_args "${INGEST_ARGS:-none}"
 put cpu "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1 | tr ' ' '_')"
 put mem_gb "$(awk '/MemTotal/ {printf "%.0f", $2/1048576}' /proc/meminfo)"
 put load_start "$(cut -d' ' -f1 /proc/loadavg)"
 put git_rev "$(git rev-parse --short HEAD 2>/dev/null || echo none)"
 put git_dirty "$(git status --porcelain --untracked-files=no 2>/dev/null | wc -l)"
-put default_jobs "$(n=$(nproc); [ "$n" -gt 2 ] && echo $((n - 1)) || echo 1)"
+put default_jobs "$(n=$(nproc --all); [ "$n" -gt 2 ] && echo $((n - 1)) || echo 1)"
 
 tv() {   # tv PREFIX CMD...: /usr/bin/time -v; records PREFIX_wall/_rss/_user/_sys
     local p=$1 out=$WORK/time.txt; shift
-    /usr/bin/time -v -o "$out" "$@"
+    "$TIME" -v -o "$out" "$@"
     awk -v p="$p" -F': ' '
         /Elapsed \(wall clock\)/ { n = split($2, a, ":"); s = 0; for (i = 1; i <= n; i++) s = s * 60 + a[i]; print p "_wall", s }
         /Maximum resident set size/ { print p "_rss_kb", $2 }
@@ -135,42 +155,43 @@ wall() { # wall KEY CMD...: wall seconds with ns resolution
 DB=$WORK/bench.db
 for i in $(seq "$REPS"); do
     say "round $i/$REPS"
-    wall zcat_wall bash -c 'zcat "$@" >/dev/null' _ "${FILES[@]}"
+    wall zcat_wall "${PIN[@]}" bash -c 'zcat "$@" >/dev/null' _ "${FILES[@]}"
     rm -f "$DB"
-    wall ingest_wall_hr tv ingest "$HM" ingest -q -o "$DB" "$CORPUS"
-    wall report_temporal_wall bash -c '"$1" report "$2" temporal >/dev/null' _ "$HM" "$DB"
+    wall ingest_wall_hr tv ingest "${PIN[@]}" "$HM" ingest -q "${XARGS[@]}" -o "$DB" "$CORPUS"
+    wall report_temporal_wall "${PIN[@]}" bash -c '"$1" report "$2" temporal >/dev/null' _ "$HM" "$DB"
     rm -f "$WORK/j1.db"
-    wall ingest_j1_wall "$HM" ingest -q -j 1 -o "$WORK/j1.db" "$CORPUS"
+    wall ingest_j1_wall "${PIN[@]}" "$HM" ingest -q -j 1 -o "$WORK/j1.db" "$CORPUS"
     rm -f "$WORK/noargs.db"
-    wall ingest_noargs_wall "$HM" ingest -q --no-args -o "$WORK/noargs.db" "$CORPUS"
+    wall ingest_noargs_wall "${PIN[@]}" "$HM" ingest -q "${XARGS[@]}" --no-args -o "$WORK/noargs.db" "$CORPUS"
     if [ $have_stages = 1 ]; then
         rm -f "$WORK/stages.db"
-        "$BIN/bench_stages" -o "$WORK/stages.db" "${FILES[@]}" | sed 's/^/stages_/' >>"$RAW"
+        "${PIN[@]}" "$BIN/bench_stages" -o "$WORK/stages.db" "${FILES[@]}" | sed 's/^/stages_/' >>"$RAW"
     fi
-    "$BIN/bench_parse" -n "$PARSE_RUNS" "$PLAIN" | sed 's/^/parse_json_/' >>"$RAW"
-    "$BIN/bench_parse" -n "$PARSE_RUNS" "${FILES[0]}" | sed 's/^/parse_gz_/' >>"$RAW"
+    "${PIN[@]}" "$BIN/bench_parse" -n "$PARSE_RUNS" "$PLAIN" | sed 's/^/parse_json_/' >>"$RAW"
+    "${PIN[@]}" "$BIN/bench_parse" -n "$PARSE_RUNS" "${FILES[0]}" | sed 's/^/parse_gz_/' >>"$RAW"
 done
 put db_bytes "$(stat -c %s "$DB")"
 put db_noargs_bytes "$(stat -c %s "$WORK/noargs.db")"
-"$HM" ingest -o "$WORK/summary.db" "$CORPUS" 2>&1 | head -1 | sed 's/^/ingest_line /' >>"$RAW"
+"${PIN[@]}" "$HM" ingest "${XARGS[@]}" -o "$WORK/summary.db" "$CORPUS" 2>&1 | head -1 | sed 's/^/ingest_line /' >>"$RAW"
 rm -f "$WORK/summary.db"
 
 # Optional: where the CPU goes in one ingest (perf, if it works here).
 if [ "${PERF:-auto}" != 0 ] && command -v perf >/dev/null &&
         perf record -q -o "$WORK/perf.probe" -- true >/dev/null 2>&1; then
-    rm -f "$WORK/perf.db"
-    perf record -q -F 2000 -g -o "$WORK/perf.data" -- "$HM" ingest -q -o "$WORK/perf.db" "$CORPUS" \
+    rm -f "$WORK/perf.db" "$WORK"/perf_*.txt
+    perf record -q -F 2000 -g -o "$WORK/perf.data" -- "${PIN[@]}" "$HM" ingest -q "${XARGS[@]}" -o "$WORK/perf.db" "$CORPUS" \
         >/dev/null 2>&1 || true
-    perf report -i "$WORK/perf.data" --no-children --sort dso --stdio 2>/dev/null |
-        grep -E '^ +[0-9.]+%' | head -8 >"$WORK/perf_dso.txt" || true
-    perf report -i "$WORK/perf.data" --no-children --sort sym --stdio -g none 2>/dev/null |
-        grep -E '^ +[0-9.]+%' | head -25 >"$WORK/perf_sym.txt" || true
-    perf report -i "$WORK/perf.data" --no-children --sort comm --stdio 2>/dev/null |
-        grep -E '^ +[0-9.]+%' | head -6 >"$WORK/perf_comm.txt" || true
+    perf report -i "$WORK/perf.data" --no-children --sort pid,sym --stdio -g none 2>/dev/null |
+        grep -E '^ +[0-9.]+%' | head -30 >"$WORK/perf_sym.txt" || true
+    perf report -i "$WORK/perf.data" --no-children --sort pid,dso --stdio -g none 2>/dev/null |
+        grep -E '^ +[0-9.]+%' | head -12 >"$WORK/perf_thread.txt" || true
 fi
+# The finish stage split into its statements (indexes, ANALYZE), on a copy.
+python3 bench/finish_breakdown.py "$DB" | sed 's/^/finish_/' >>"$RAW" ||
+    say "warning: finish_breakdown.py failed"
 put load_end "$(cut -d' ' -f1 /proc/loadavg)"
 
 # --- 4. report -----------------------------------------------------------
 args=("$RAW" --work "$WORK")
-[ "${NO_WRITE:-0}" = 1 ] || args+=(--results "$ROOT/bench/RESULTS.md")
+[ "${NO_WRITE:-0}" = 1 ] || args+=(--results "$RESULTS")
 python3 bench/summarize.py "${args[@]}"

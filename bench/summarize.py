@@ -185,9 +185,25 @@ def build(d, work):
         out += ["", "With one parser thread beside the writer (this machine's default), the "
                 "pipeline's best case is max(read + analyse, insert) + finish = %.2f s; "
                 "measured end to end %s s." % (par, f(e2e))]
-    for name, title in (("perf_comm.txt", "CPU by thread (perf, one default ingest)"),
-                        ("perf_dso.txt", "CPU by library"),
-                        ("perf_sym.txt", "Hottest symbols (self time)")):
+    fin = {k[len("finish_"):]: med(d, k) for k in d if k.startswith("finish_")}
+    if fin:
+        idx = sorted(((v, k[len("index_"):]) for k, v in fin.items()
+                      if k.startswith("index_") and v is not None), reverse=True)
+        out += ["", "Finish, statement by statement (`finish_breakdown.py`: the writer's "
+                "indexes and ANALYZE re-run on a copy of the database, best of 2):", "",
+                "| statement | s |", "|---|---|"]
+        for v, k in idx[:3]:
+            out.append("| CREATE INDEX %s | %.3f |" % (k, v))
+        out.append("| the other %d indexes | %.3f |" % (len(idx) - 3, sum(v for v, _ in idx[3:])))
+        out.append("| ANALYZE + COMMIT | %.3f |" % ((fin.get("analyze") or 0) + (fin.get("commit") or 0)))
+        if fin.get("slices_table_bytes") and fin.get("slices_args_bytes"):
+            out += ["", "The slices table is %.1f MB for %d rows, %.1f MB of it args JSON (%.0f%%)." % (
+                fin["slices_table_bytes"] / mb, fin.get("slices_rows") or 0,
+                fin["slices_args_bytes"] / mb,
+                100 * fin["slices_args_bytes"] / fin["slices_table_bytes"])]
+    for name, title in (("perf_thread.txt", "CPU by thread and library (perf, one default "
+                         "ingest; the lower thread id is the writer, i.e. main, thread)"),
+                        ("perf_sym.txt", "Hottest symbols by thread (self time)")):
         p = os.path.join(work, name)
         if os.path.exists(p) and os.path.getsize(p) > 0:
             out += ["", title + ":", "", "```"] + \
@@ -202,9 +218,14 @@ def section(d, body):
     note = one(d, "build_note")
     head = "## %s, rev %s%s\n\n" % (now.strftime("%Y-%m-%d"), one(d, "git_rev"),
                                      " + uncommitted changes" if dirty not in ("", "0") else "")
-    head += ("Machine: %s cores (%s), %s GB RAM; build %s; load %s before, %s after; "
+    pin = ""
+    if one(d, "cpus", "all") != "all":
+        pin = " (pinned to CPUs %s of %s)" % (one(d, "cpus"), one(d, "nproc_all"))
+    if one(d, "ingest_args", "none") != "none":
+        pin += "; ingest options `%s`" % one(d, "ingest_args")
+    head += ("Machine: %s cores%s (%s), %s GB RAM; build %s; load %s before, %s after; "
              "measured %s UTC.%s\n\n" % (
-                 one(d, "nproc"), cpu, one(d, "mem_gb"), one(d, "build_type"),
+                 one(d, "nproc"), pin, cpu, one(d, "mem_gb"), one(d, "build_type"),
                  one(d, "load_start"), one(d, "load_end"), now.strftime("%H:%M"),
                  " Build failed, measured the existing binary." if note else ""))
     line = one(d, "ingest_line")

@@ -225,7 +225,8 @@ static int64_t slice_track(struct kj_builder *k, const struct kj_event *ev, enum
     if (dev != NOINT)
         p = dev;
     if (stream != NOINT)
-        t = stream == 0xFFFFFFFFll ? -1 : stream;   /* Kineto prints stream -1 as uint32 */
+        t = stream; /* device-wide syncs say 4294967295 (-1 as uint32); HTA counts
+                       them as GPU work by that value, so it stays */
     return track_get(k, HM_TRACK_GPU_STREAM, p, t, tid);
 }
 

@@ -389,11 +389,11 @@ static void test_alexnet(void)
     time_sums(b, &ts, &dur);
     CHECK(ts == 14692500394738961336ull);
     CHECK(dur == 307784449000ull);
-    /* Device-wide syncs: tid -1, args.stream 4294967295 (-1 as uint32). */
-    t = find_track(b, HM_TRACK_GPU_STREAM, 0, -1);
+    /* Device-wide syncs: args.stream 4294967295 (-1 as uint32), kept as is. */
+    t = find_track(b, HM_TRACK_GPU_STREAM, 0, 4294967295ll);
     CHECK(t >= 0);
     if (t >= 0)
-        CHECK_STR(str(b, b->tracks.v[t].name), "Device 0");
+        CHECK_STR(str(b, b->tracks.v[t].name), "stream 4294967295");
     t = find_track(b, HM_TRACK_GPU_STREAM, 0, 20);
     CHECK(t >= 0);
     if (t >= 0)
@@ -494,7 +494,7 @@ static void test_synthetic(void)
 
     /* Tracks. */
     CHECK(find_track(b, HM_TRACK_GPU_STREAM, 3, 12) >= 0);
-    CHECK(find_track(b, HM_TRACK_GPU_STREAM, 0, -1) >= 0);
+    CHECK(find_track(b, HM_TRACK_GPU_STREAM, 0, 4294967295ll) >= 0);
     t = find_track(b, HM_TRACK_CPU_THREAD, 10, 11);
     CHECK(t >= 0);
     if (t >= 0)
