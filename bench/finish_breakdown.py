@@ -54,7 +54,8 @@ def run_once(db, stmts, pragmas):
         out = {}
         con.execute("BEGIN")
         for s in stmts:
-            m = re.match(r"CREATE INDEX (\w+) ON (\w+)", s)
+            m = re.match(r"CREATE\s+(?:UNIQUE\s+)?INDEX\s+(?:IF\s+NOT\s+EXISTS\s+)?\"?(\w+)", s,
+                         re.I)
             t0 = time.perf_counter()
             con.execute(s)
             out["index_" + (m.group(1) if m else "other")] = time.perf_counter() - t0

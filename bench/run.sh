@@ -29,6 +29,7 @@
 #   CPUS         e.g. 0,1: run every measured command under `taskset -c CPUS`
 #   INGEST_ARGS  extra ingest options, e.g. "-j 1" (with CPUS, to mimic a smaller machine)
 #   TIME         GNU time binary (default /usr/bin/time)
+#   LABEL        machine label in the section heading (default: cores and CPU model)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -54,6 +55,7 @@ die() { say "error: $*"; exit 1; }
 [ -x "$TIME" ] || die "$TIME missing (apt-get install time)"
 mkdir -p "$WORK"
 : >"$RAW"
+rm -f "$WORK"/perf_*.txt
 put() { printf '%s %s\n' "$1" "$2" >>"$RAW"; }
 
 # --- 1. build ------------------------------------------------------------
@@ -194,4 +196,5 @@ put load_end "$(cut -d' ' -f1 /proc/loadavg)"
 # --- 4. report -----------------------------------------------------------
 args=("$RAW" --work "$WORK")
 [ "${NO_WRITE:-0}" = 1 ] || args+=(--results "$RESULTS")
+[ -n "${LABEL:-}" ] && args+=(--label "$LABEL")
 python3 bench/summarize.py "${args[@]}"

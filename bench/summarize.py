@@ -56,7 +56,7 @@ On a busy machine wall times rise; the CPU-time parse figure and the best-of val
 are the steadier ones.
 """
 
-DATED = re.compile(r"^## (\d{4}-\d{2}-\d{2})", re.M)
+DATED = re.compile(r"^## (\d{4}-\d{2}-\d{2})\b", re.M)
 
 
 def load(path):
@@ -180,11 +180,14 @@ def build(d, work):
             out.append("| %s | %.3f | %.0f%% | %s |" % (
                 name, v, 100 * v / tot, "%.0f" % (total / mb / v) if v and k else ""))
         out.append("| total, one thread | %.3f | 100%% | %.0f |" % (tot, total / mb / tot))
-        par = max((st["read_s"] or 0) + (st["analyse_s"] or 0), st["insert_s"] or 0) + \
-            (st["finish_s"] or 0)
-        out += ["", "With one parser thread beside the writer (this machine's default), the "
-                "pipeline's best case is max(read + analyse, insert) + finish = %.2f s; "
-                "measured end to end %s s." % (par, f(e2e))]
+        ra, ins, fin_s = ((st["read_s"] or 0) + (st["analyse_s"] or 0), st["insert_s"] or 0,
+                          st["finish_s"] or 0)
+        out += ["", "Ingest runs read + analyse on parser threads while the calling thread "
+                "inserts, then finishes alone. Best cases from these stage times: one parser "
+                "thread, max(read + analyse, insert) + finish = %.2f s; unlimited parser "
+                "threads, the writer's floor insert + finish = %.2f s. Measured end to end: "
+                "%s s with -j %s (default), %s s with -j 1." % (
+                    max(ra, ins) + fin_s, ins + fin_s, f(e2e), one(d, "default_jobs"), f(j1))]
     fin = {k[len("finish_"):]: med(d, k) for k in d if k.startswith("finish_")}
     if fin:
         idx = sorted(((v, k[len("index_"):]) for k, v in fin.items()
@@ -194,7 +197,9 @@ def build(d, work):
                 "| statement | s |", "|---|---|"]
         for v, k in idx[:3]:
             out.append("| CREATE INDEX %s | %.3f |" % (k, v))
-        out.append("| the other %d indexes | %.3f |" % (len(idx) - 3, sum(v for v, _ in idx[3:])))
+        if len(idx) > 3:
+            out.append("| the other %d indexes | %.3f |" % (len(idx) - 3,
+                                                          sum(v for v, _ in idx[3:])))
         out.append("| ANALYZE + COMMIT | %.3f |" % ((fin.get("analyze") or 0) + (fin.get("commit") or 0)))
         if fin.get("slices_table_bytes") and fin.get("slices_args_bytes"):
             out += ["", "The slices table is %.1f MB for %d rows, %.1f MB of it args JSON (%.0f%%)." % (
@@ -211,13 +216,19 @@ def build(d, work):
     return "\n".join(out)
 
 
-def section(d, body):
+def section(d, body, label=None):
     now = datetime.datetime.now(datetime.timezone.utc)
     cpu = one(d, "cpu").replace("_", " ")
     dirty = one(d, "git_dirty", "0")
     note = one(d, "build_note")
-    head = "## %s, rev %s%s\n\n" % (now.strftime("%Y-%m-%d"), one(d, "git_rev"),
-                                     " + uncommitted changes" if dirty not in ("", "0") else "")
+    if not label:
+        label = "%s cores, %s" % (one(d, "nproc"), cpu)
+        if one(d, "cpus", "all") != "all":
+            label += ", pinned"
+    head = "## %s · %s\n\n" % (now.strftime("%Y-%m-%d"), label)
+    if one(d, "git_rev", "none") != "none":
+        head += "Revision %s%s.\n" % (one(d, "git_rev"),
+                                      " + uncommitted changes" if dirty not in ("", "0") else "")
     pin = ""
     if one(d, "cpus", "all") != "all":
         pin = " (pinned to CPUs %s of %s)" % (one(d, "cpus"), one(d, "nproc_all"))
@@ -240,21 +251,23 @@ def write_results(path, sec):
     header = text[:m.start()] if m else text
     if not header.strip():
         header = HEADER + "\n"
-    sections = {}
-    order = []
+    # Sections keyed by their heading line (date + machine label), newest first;
+    # a run replaces the section with the same heading.
+    keys, sections = [], {}
     if m:
-        parts = DATED.split(text[m.start():])
-        # parts: ['', date1, body1, date2, body2, ...]
-        for i in range(1, len(parts), 2):
-            day = parts[i]
-            sections[day] = "## " + day + parts[i + 1]
-            order.append(day)
-    day = DATED.match(sec).group(1)
-    if day not in sections:
-        order.append(day)
-    sections[day] = sec if sec.endswith("\n\n") else sec + "\n"
-    body = "".join(sections[k] if sections[k].endswith("\n") else sections[k] + "\n"
-                   for k in sorted(order, reverse=True))
+        starts = [x.start() for x in DATED.finditer(text)] + [len(text)]
+        for a, b in zip(starts, starts[1:]):
+            chunk = text[a:b]
+            k = chunk.split("\n", 1)[0]
+            if k not in sections:
+                keys.append(k)
+            sections[k] = chunk.rstrip("\n") + "\n\n"
+    k = sec.split("\n", 1)[0]
+    if k in sections:
+        keys.remove(k)
+    keys.insert(0, k)
+    sections[k] = sec.rstrip("\n") + "\n\n"
+    body = "".join(sections[x] for x in keys)
     with open(path + ".tmp", "w") as fh:
         fh.write(header.rstrip("\n") + "\n\n" + body.rstrip("\n") + "\n")
     os.replace(path + ".tmp", path)
@@ -265,9 +278,10 @@ def main():
     ap.add_argument("raw")
     ap.add_argument("--work", default=".")
     ap.add_argument("--results")
+    ap.add_argument("--label", help="machine label for the section heading")
     a = ap.parse_args()
     d = load(a.raw)
-    sec = section(d, build(d, a.work))
+    sec = section(d, build(d, a.work), a.label)
     print(sec)
     if a.results:
         write_results(a.results, sec)

@@ -79,6 +79,35 @@ int mrg_writer_add_analysis(struct mrg_writer *w, const struct an_rank_result *r
 int mrg_writer_set_meta(struct mrg_writer *w, const char *key, const char *value,
                         struct hm_err *err);
 
+/* --- Live mode (the merger during a run) ------------------------------ */
+
+/* Creates PATH itself (replacing an old one) in WAL mode, so readers see
+ * each commit while the run goes on. _finish then adds indexes and views
+ * in place (no rename); _abort keeps what was committed. */
+struct mrg_writer *mrg_writer_open_live(const char *path, struct hm_err *err);
+
+/* Writes pending strings, ranks and tracks and commits. */
+int mrg_writer_commit(struct mrg_writer *w, struct hm_err *err);
+
+/* Commits what there is (with views, without indexes) and closes, for a
+ * run cut short. Consumes w. err may be NULL. */
+int mrg_writer_close_live(struct mrg_writer *w, struct hm_err *err);
+
+/* Re-times everything of rank written so far: it was written as peer time
+ * + applied_offset_ns; it becomes peer time + offset_at(ctx, peer time). */
+int mrg_writer_realign(struct mrg_writer *w, int rank, int64_t applied_offset_ns,
+                       int64_t (*offset_at)(void *ctx, int64_t peer_ns), void *ctx,
+                       struct hm_err *err);
+
+/* Replaces the clock summary stored for rank (any time before _finish). */
+int mrg_writer_update_clock(struct mrg_writer *w, int rank, int64_t offset_ns, double drift_ppm,
+                            int64_t ref_ns, const char *method, int64_t uncertainty_ns,
+                            struct hm_err *err);
+
+/* Reads back everything stored for rank as one batch (aligned times, no
+ * base), for the analyses. HM_EEMPTY if the rank has nothing. */
+int mrg_writer_load_rank(struct mrg_writer *w, int rank, struct hm_batch **out, struct hm_err *err);
+
 /* --- Progress ---------------------------------------------------------- */
 
 struct mrg_writer_stats {

@@ -4,10 +4,10 @@
 
 -- Timeline windows and per-track scans (query server, analyses): covers the
 -- time filter so only matching slices are fetched.
-CREATE INDEX slices_track_ts ON slices (track, ts, dur);
+CREATE INDEX IF NOT EXISTS slices_track_ts ON slices (track, ts, dur);
 
 -- Launch <-> GPU work links (CPU cuda_runtime event to its kernel).
-CREATE INDEX slices_correlation ON slices (correlation) WHERE correlation IS NOT NULL;
+CREATE INDEX IF NOT EXISTS slices_correlation ON slices (correlation) WHERE correlation IS NOT NULL;
 
 -- Not indexed, on purpose: slices(name) and slices(parent) each cost about
 -- as much to build as slices_track_ts (measured: +60% on _finish). Children
@@ -15,21 +15,21 @@ CREATE INDEX slices_correlation ON slices (correlation) WHERE correlation IS NOT
 -- parent's span); look-ups by name go through tables made for them (steps,
 -- a_kernels, nvtx_stitched).
 
-CREATE INDEX tracks_rank ON tracks (rank, kind);
+CREATE INDEX IF NOT EXISTS tracks_rank ON tracks (rank, kind);
 
 -- Matching one collective across ranks, and the collective of a slice.
-CREATE INDEX collectives_pg_seq ON collectives (pg, seq, rank);
-CREATE INDEX collectives_slice ON collectives (slice);
-CREATE INDEX collectives_rank ON collectives (rank, enter_ns);
+CREATE INDEX IF NOT EXISTS collectives_pg_seq ON collectives (pg, seq, rank);
+CREATE INDEX IF NOT EXISTS collectives_slice ON collectives (slice);
+CREATE INDEX IF NOT EXISTS collectives_rank ON collectives (rank, enter_ns);
 
-CREATE INDEX collective_instances_pg_seq ON collective_instances (pg, seq);
-CREATE INDEX collective_instance_ranks_instance ON collective_instance_ranks (instance, rank);
-CREATE INDEX collective_instance_ranks_collective ON collective_instance_ranks (collective);
+CREATE INDEX IF NOT EXISTS collective_instances_pg_seq ON collective_instances (pg, seq);
+CREATE INDEX IF NOT EXISTS collective_instance_ranks_instance ON collective_instance_ranks (instance, rank);
+CREATE INDEX IF NOT EXISTS collective_instance_ranks_collective ON collective_instance_ranks (collective);
 
-CREATE INDEX nvtx_stitched_ranks_stitched ON nvtx_stitched_ranks (stitched, rank);
+CREATE INDEX IF NOT EXISTS nvtx_stitched_ranks_stitched ON nvtx_stitched_ranks (stitched, rank);
 
 -- Counter series of one rank.
-CREATE INDEX counters_rank_name_ts ON counters (rank, name, ts);
+CREATE INDEX IF NOT EXISTS counters_rank_name_ts ON counters (rank, name, ts);
 
-CREATE INDEX files_rank ON files (rank);
-CREATE INDEX skipped_rank ON skipped (rank);
+CREATE INDEX IF NOT EXISTS files_rank ON files (rank);
+CREATE INDEX IF NOT EXISTS skipped_rank ON skipped (rank);

@@ -1,0 +1,48 @@
+/* One rank's collection: runs PROGRAM as a child, watches its trace folder,
+ * parses each completed trace file on a worker thread, and hands out the
+ * resulting batches. No MPI here: the caller moves batches to the merger
+ * (directly on rank 0, over MPI elsewhere). */
+#ifndef HM_COLLECTOR_RANK_H
+#define HM_COLLECTOR_RANK_H
+
+#include <stdint.h>
+
+#include "common/batch.h"
+#include "common/err.h"
+
+struct col_rank;
+
+struct col_rank_opts {
+    char *const *argv;         /* PROGRAM and its arguments (borrowed) */
+    const char *trace_dir;     /* this rank's HTAMERGE_TRACE_DIR (created if missing) */
+    int rank, size, local_rank, local_size;
+    const char *master_addr;
+    int master_port;
+    int64_t run_start_ns;      /* HTAMERGE_RUN_START_NS for the child */
+};
+
+/* Starts the child and the watcher. Fails (with a message naming PROGRAM)
+ * when the program cannot be started. */
+struct col_rank *col_rank_start(const struct col_rank_opts *o, struct hm_err *err);
+
+/* Waits up to timeout_ms for the child, new files or a signal, and acts on
+ * them: completed files go to the parser; SIGINT/SIGTERM/SIGHUP are passed
+ * to the child (SIGKILL if it lingers). Returns the signal received, or 0. */
+int col_rank_poll(struct col_rank *c, int timeout_ms);
+
+/* The next parsed batch, or NULL. The caller owns it. */
+struct hm_batch *col_rank_take(struct col_rank *c);
+
+/* 1 once the child has exited, its last files were found and all batches
+ * were taken; *exit_code is the child's (shell convention). */
+int col_rank_finished(struct col_rank *c, int *exit_code);
+
+struct col_rank_stats {
+    int64_t files, files_failed, batches;
+};
+void col_rank_stats(const struct col_rank *c, struct col_rank_stats *s);
+
+/* Stops the worker, kills a still-running child. _free(NULL) is a no-op. */
+void col_rank_free(struct col_rank *c);
+
+#endif

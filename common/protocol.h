@@ -1,0 +1,56 @@
+/* The messages between collectors and the merger during a run. Transport
+ * is MPI (collector/ and merger/ make the calls); this header only fixes the
+ * tags and the small fixed-size control records, so both sides agree.
+ *
+ *   collector r                          merger (rank 0)
+ *   HM_TAG_BATCH  (wire batch)  ------>  decode, write
+ *                               <------  HM_TAG_CREDIT (more batches allowed)
+ *   HM_TAG_SYNC   (ping-pong)   <----->  clock samples, every sync interval
+ *   HM_TAG_DONE   (struct hm_msg_done) ->  rank finished, with its exit code
+ *
+ * Flow control: a collector may have at most HM_CREDIT_INITIAL batches in
+ * flight; the merger returns one credit per batch it has written, so a slow
+ * merger slows the senders instead of growing its memory. */
+#ifndef HM_PROTOCOL_H
+#define HM_PROTOCOL_H
+
+#include <stdint.h>
+
+enum {
+    HM_TAG_BATCH = 101,
+    HM_TAG_CREDIT = 102,
+    HM_TAG_SYNC = 103,
+    HM_TAG_DONE = 104,
+    HM_TAG_HELLO = 105,
+};
+
+enum { HM_CREDIT_INITIAL = 4 };
+
+/* Ping-pong: kind SYNC_START asks the peer to answer `count` pings; each
+ * ping carries the merger's t0, each pong the peer's clock t1. */
+enum { HM_SYNC_START = 1, HM_SYNC_PING = 2, HM_SYNC_PONG = 3 };
+
+struct hm_msg_sync {
+    int64_t kind;
+    int64_t count;
+    int64_t t;        /* t0 in a ping, t1 in a pong, ns, sender's clock */
+};
+
+/* Sent once by every collector when its child and its sends are finished. */
+struct hm_msg_done {
+    int64_t exit_code;     /* the child's exit code (shell convention) */
+    int64_t batches;       /* batches sent */
+    int64_t files;         /* trace files read */
+    int64_t files_failed;  /* trace files that could not be read */
+    int64_t ring_dropped;  /* records the live ring dropped */
+    int64_t spawn_failed;  /* 1 if the program could not be started */
+};
+
+/* Sent once by every collector at start: who and where it is. */
+struct hm_msg_hello {
+    int64_t pid;
+    int64_t local_rank;
+    char host[64];
+};
+
+#endif

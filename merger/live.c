@@ -1,0 +1,338 @@
+/* The live merger on rank 0.
+ *
+ * State per peer rank: its clock model (rounds of ping-pong), whether it
+ * has sent DONE, and its exit code. The first sync round with every peer
+ * runs before any of its batches is written, so each batch is written with
+ * the rank's start offset; at the end the full piecewise-linear model is
+ * applied to what was written (mrg_writer_realign). Batches are written as
+ * they arrive and committed at least every commit_ms, so a reader of the
+ * WAL file sees the run grow. */
+#include "live.h"
+
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "analysis/hta.h"
+#include "clock.h"
+#include "common/clockhook.h"
+#include "common/protocol.h"
+#include "common/wire.h"
+#include "writer.h"
+
+enum { COMMIT_MS = 500, MAX_MSGS_PER_STEP = 64 };
+
+struct peer {
+    struct mrg_clock_model clock;
+    int synced;          /* first round done, clock set in the writer */
+    int done;            /* DONE received */
+    int exit_code;
+    int64_t batches;
+};
+
+struct mrg_live {
+    struct mrg_live_opts opts;
+    struct mrg_writer *w;      /* owned */
+    struct hm_clockhook hook;  /* rank 0's own clock (the test hook applies to it too) */
+    struct peer *peers;        /* owned, one per rank; [0] is rank 0 */
+    int size;
+    int initial_done;
+    int local_done;
+    int64_t last_sync_ns, last_commit_ns;
+    uint8_t *buf;              /* receive buffer, owned */
+    size_t cap;
+};
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int mpi_fail(struct hm_err *err, const char *what, int rc)
+{
+    char msg[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    MPI_Error_string(rc, msg, &len);
+    return hm_err_set(err, HM_EMPI, NULL, -1, "%s: %s", what, msg);
+}
+
+struct mrg_live *mrg_live_start(const struct mrg_live_opts *opts, struct hm_err *err)
+{
+    struct mrg_live *m = calloc(1, sizeof *m);
+    char hostname[256];
+
+    if (!m) {
+        hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
+        return NULL;
+    }
+    m->opts = *opts;
+    if (m->opts.sync_samples <= 0)
+        m->opts.sync_samples = 32;
+    MPI_Comm_size(MPI_COMM_WORLD, &m->size);
+    m->peers = calloc((size_t)m->size, sizeof *m->peers);
+    if (!m->peers || hm_clockhook_load(&m->hook) != 0) {
+        hm_err_set(err, HM_EINVAL, NULL, -1, "bad HTAMERGE_CLOCK_* test hook or out of memory");
+        goto fail;
+    }
+    m->w = mrg_writer_open_live(opts->output, err);
+    if (!m->w)
+        goto fail;
+    gethostname(hostname, sizeof hostname);
+    if (mrg_writer_set_meta(m->w, "created_by", opts->created_by ? opts->created_by : "htamerge", err) ||
+        mrg_writer_set_meta(m->w, "run_status", "running", err) ||
+        (opts->command_line && mrg_writer_set_meta(m->w, "command_line", opts->command_line, err)) ||
+        mrg_writer_set_meta(m->w, "merger_host", hostname, err) ||
+        mrg_writer_set_clock(m->w, 0, HM_NONE, 0, 0, 0, "mpi", 0, err) ||
+        mrg_writer_commit(m->w, err))
+        goto fail;
+    m->peers[0].synced = 1;
+    m->last_commit_ns = mono_ns();
+    return m;
+fail:
+    mrg_writer_abort(m->w);
+    free(m->peers);
+    free(m);
+    return NULL;
+}
+
+/* One ping-pong round with peer r; adds the best sample to its model. */
+static int sync_round(struct mrg_live *m, int r, struct hm_err *err)
+{
+    struct hm_msg_sync start = {HM_SYNC_START, m->opts.sync_samples, 0}, ping = {HM_SYNC_PING, 0, 0}, pong;
+    struct mrg_clock_sample s[256];
+    int n = m->opts.sync_samples < 256 ? m->opts.sync_samples : 256, rc;
+
+    start.count = n;
+    rc = MPI_Send(&start, sizeof start, MPI_BYTE, r, HM_TAG_SYNC, MPI_COMM_WORLD);
+    for (int i = 0; i < n && rc == MPI_SUCCESS; i++) {
+        s[i].t0 = ping.t = hm_clock_now(&m->hook);
+        rc = MPI_Send(&ping, sizeof ping, MPI_BYTE, r, HM_TAG_SYNC, MPI_COMM_WORLD);
+        if (rc == MPI_SUCCESS)
+            rc = MPI_Recv(&pong, sizeof pong, MPI_BYTE, r, HM_TAG_SYNC, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        s[i].t2 = hm_clock_now(&m->hook);
+        s[i].t1 = pong.t;
+    }
+    if (rc != MPI_SUCCESS)
+        return mpi_fail(err, "clock sync", rc);
+    return mrg_clock_add_round(&m->peers[r].clock, s, (size_t)n) == 0
+               ? 0
+               : hm_err_set(err, HM_EINVAL, NULL, -1, "clock sync with rank %d gave no usable sample", r);
+}
+
+/* The first round with every peer: sets each rank's start offset. */
+static int initial_sync(struct mrg_live *m, struct hm_err *err)
+{
+    for (int r = 1; r < m->size; r++) {
+        int64_t off, ref, unc;
+        double drift;
+        int rc = sync_round(m, r, err);
+        if (rc)
+            return rc;
+        mrg_clock_summary(&m->peers[r].clock, &off, &drift, &ref, &unc);
+        rc = mrg_writer_set_clock(m->w, r, HM_NONE, off, 0, 0, "mpi", unc, err);
+        if (rc)
+            return rc;
+        m->peers[r].synced = 1;
+    }
+    m->initial_done = 1;
+    m->last_sync_ns = mono_ns();
+    return 0;
+}
+
+static int periodic_sync(struct mrg_live *m, struct hm_err *err)
+{
+    int rc = 0;
+    for (int r = 1; r < m->size && rc == 0; r++)
+        if (!m->peers[r].done)
+            rc = sync_round(m, r, err);
+    m->last_sync_ns = mono_ns();
+    return rc;
+}
+
+static int write_batch(struct mrg_live *m, struct hm_batch *b, struct hm_err *err)
+{
+    int rc = mrg_writer_add_batch(m->w, b, err);
+    hm_batch_free(b);
+    return rc;
+}
+
+int mrg_live_local(struct mrg_live *m, struct hm_batch *b, struct hm_err *err)
+{
+    b->info.rank = 0;
+    return write_batch(m, b, err);
+}
+
+void mrg_live_local_done(struct mrg_live *m, int exit_code)
+{
+    m->local_done = 1;
+    m->peers[0].exit_code = exit_code;
+    m->peers[0].done = 1;
+}
+
+/* Receives one message that MPI_Iprobe found. */
+static int receive_one(struct mrg_live *m, MPI_Status *st, struct hm_err *err)
+{
+    int count = 0, r = st->MPI_SOURCE, rc;
+    struct hm_batch *b = NULL;
+
+    MPI_Get_count(st, MPI_BYTE, &count);
+    if ((size_t)count > m->cap) {
+        uint8_t *nb = realloc(m->buf, (size_t)count);
+        if (!nb)
+            return hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory receiving %d bytes", count);
+        m->buf = nb;
+        m->cap = (size_t)count;
+    }
+    rc = MPI_Recv(m->buf, count, MPI_BYTE, r, st->MPI_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS)
+        return mpi_fail(err, "receive", rc);
+    if (st->MPI_TAG == HM_TAG_DONE) {
+        struct hm_msg_done d;
+        memcpy(&d, m->buf, count < (int)sizeof d ? (size_t)count : sizeof d);
+        m->peers[r].done = 1;
+        m->peers[r].exit_code = (int)d.exit_code;
+        return mrg_writer_set_rank_complete(m->w, r, 1, err);
+    }
+    rc = hm_wire_decode(m->buf, (size_t)count, &b, err);
+    if (rc == 0) {
+        b->info.rank = r; /* the sender is authoritative, not the trace */
+        rc = write_batch(m, b, err);
+        m->peers[r].batches++;
+    }
+    if (rc == 0) {
+        int one = 1;
+        rc = MPI_Send(&one, 1, MPI_INT, r, HM_TAG_CREDIT, MPI_COMM_WORLD);
+        if (rc != MPI_SUCCESS)
+            return mpi_fail(err, "credit", rc);
+    }
+    if (rc != 0)
+        err->rank = r;
+    return rc;
+}
+
+int mrg_live_step(struct mrg_live *m, int *all_done, struct hm_err *err)
+{
+    int rc = 0, flag = 1, done = 1;
+    MPI_Status st;
+
+    if (!m->initial_done && (rc = initial_sync(m, err)) != 0)
+        return rc;
+    for (int k = 0; k < MAX_MSGS_PER_STEP && flag && rc == 0; k++) {
+        MPI_Iprobe(MPI_ANY_SOURCE, HM_TAG_BATCH, MPI_COMM_WORLD, &flag, &st);
+        if (!flag)
+            MPI_Iprobe(MPI_ANY_SOURCE, HM_TAG_DONE, MPI_COMM_WORLD, &flag, &st);
+        if (flag)
+            rc = receive_one(m, &st, err);
+    }
+    if (rc == 0 && m->opts.sync_interval_ms > 0 &&
+        mono_ns() - m->last_sync_ns > m->opts.sync_interval_ms * 1000000)
+        rc = periodic_sync(m, err);
+    if (rc == 0 && mono_ns() - m->last_commit_ns > (int64_t)COMMIT_MS * 1000000) {
+        rc = mrg_writer_commit(m->w, err);
+        m->last_commit_ns = mono_ns();
+    }
+    for (int r = 1; r < m->size; r++)
+        done &= m->peers[r].done;
+    *all_done = done;
+    return rc;
+}
+
+/* Final round, then FIN to every peer so it can leave. */
+static int say_goodbye(struct mrg_live *m, struct hm_err *err)
+{
+    struct hm_msg_done fin = {0};
+    int rc = periodic_sync(m, err);
+    for (int r = 1; r < m->size && rc == 0; r++)
+        if (MPI_Send(&fin, sizeof fin, MPI_BYTE, r, HM_TAG_DONE, MPI_COMM_WORLD) != MPI_SUCCESS)
+            rc = hm_err_set(err, HM_EMPI, NULL, -1, "cannot reach rank %d at the end", r);
+    return rc;
+}
+
+static int64_t model_offset(void *ctx, int64_t peer_ns)
+{
+    return mrg_clock_offset_at(ctx, peer_ns);
+}
+
+/* Applies each rank's full clock model and stores its summary. */
+static int apply_clocks(struct mrg_live *m, struct hm_err *err)
+{
+    for (int r = 1; r < m->size; r++) {
+        struct mrg_clock_model *c = &m->peers[r].clock;
+        int64_t off, ref, unc;
+        double drift;
+        int rc;
+        if (c->n == 0)
+            continue;
+        mrg_clock_summary(c, &off, &drift, &ref, &unc);
+        rc = mrg_writer_realign(m->w, r, off, model_offset, c, err);
+        if (rc == 0)
+            rc = mrg_writer_update_clock(m->w, r, off, drift, ref, "mpi", unc, err);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* HTA analyses per rank on what was written. */
+static int analyse(struct mrg_live *m, struct hm_err *err)
+{
+    static const char *const modes[2] = {"hta", "all_steps"};
+    for (int r = 0; r < m->size; r++) {
+        for (int k = 0; k < 2; k++) {
+            struct an_options o = {.all_steps = k};
+            struct an_rank_result res;
+            struct hm_batch *b = NULL;
+            int rc = mrg_writer_load_rank(m->w, r, &b, err);
+            if (rc == HM_EEMPTY)
+                break;
+            if (rc == 0)
+                rc = an_hta_run(b, &o, &res, err);
+            hm_batch_free(b);
+            if (rc == 0) {
+                res.rank = r;
+                rc = mrg_writer_add_analysis(m->w, &res, modes[k], err);
+                an_rank_result_clear(&res);
+            }
+            if (rc)
+                return rc;
+        }
+    }
+    return 0;
+}
+
+int mrg_live_finish(struct mrg_live *m, int complete, int *job_exit, struct hm_err *err)
+{
+    int rc = 0, worst = 0;
+
+    for (int r = 0; r < m->size; r++) {
+        if (!m->peers[r].done && r > 0)
+            mrg_writer_set_rank_complete(m->w, r, 0, err);
+        if (m->peers[r].exit_code && !worst)
+            worst = m->peers[r].exit_code;
+    }
+    if (complete) {
+        rc = say_goodbye(m, err);
+        if (rc == 0)
+            rc = apply_clocks(m, err);
+        if (rc == 0 && m->opts.analyse)
+            rc = analyse(m, err);
+    }
+    if (rc == 0)
+        rc = mrg_writer_set_meta(m->w, "run_status", complete ? "complete" : "incomplete", err);
+    if (rc == 0)
+        rc = complete ? mrg_writer_finish(m->w, err) : mrg_writer_close_live(m->w, err);
+    else
+        mrg_writer_close_live(m->w, NULL);
+    *job_exit = worst;
+    for (int r = 0; r < m->size; r++)
+        mrg_clock_free(&m->peers[r].clock);
+    free(m->peers);
+    free(m->buf);
+    free(m);
+    return rc;
+}
