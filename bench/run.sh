@@ -63,8 +63,20 @@ if [ "${NO_BUILD:-0}" != 1 ]; then
     if [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
         cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
     fi
-    if ! cmake --build "$BUILD_DIR" -j"$(nproc)" --target htamerge >"$WORK/build.log" 2>&1; then
+    # A failed link deletes htamerge: keep the last good one to fall back on
+    # (the tree may be mid-edit by someone else).
+    mkdir -p "$BUILD_DIR/bench"
+    if cmake --build "$BUILD_DIR" -j"$(nproc)" --target htamerge >"$WORK/build.log" 2>&1; then
+        cp "$HM" "$BUILD_DIR/bench/htamerge.last-good"
+        rev=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+        [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] &&
+            rev="$rev + uncommitted changes"
+        echo "$rev" >"$BUILD_DIR/bench/htamerge.rev"
+    else
         tail -20 "$WORK/build.log" >&2
+        if [ ! -x "$HM" ] && [ -x "$BUILD_DIR/bench/htamerge.last-good" ]; then
+            HM=$BUILD_DIR/bench/htamerge.last-good
+        fi
         [ -x "$HM" ] || die "build failed and there is no $HM to fall back on"
         say "warning: build failed (see $WORK/build.log); measuring the existing $HM"
         put build_note "build-failed-used-existing-binary"
@@ -76,6 +88,7 @@ san=$(sed -n 's/^HTAMERGE_SANITIZE:[A-Z]*=//p' "$BUILD_DIR/CMakeCache.txt" 2>/de
 case "$btype" in Release|RelWithDebInfo|MinSizeRel) ;; *) say "warning: build type '$btype' is not optimised" ;; esac
 [ "$san" = ON ] && say "warning: $BUILD_DIR is a sanitizer build: numbers are meaningless"
 put build_type "${btype:-unknown}"
+put binary_built "$(date -u -r "$HM" '+%Y-%m-%d_%H:%M')"
 
 # Harnesses: compiled by hand against the build's static libraries.
 lib() { find "$BUILD_DIR" -name "lib$1.a" -print -quit; }
@@ -135,8 +148,15 @@ put ingest_args "${INGEST_ARGS:-none}"
 put cpu "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1 | tr ' ' '_')"
 put mem_gb "$(awk '/MemTotal/ {printf "%.0f", $2/1048576}' /proc/meminfo)"
 put load_start "$(cut -d' ' -f1 /proc/loadavg)"
-put git_rev "$(git rev-parse --short HEAD 2>/dev/null || echo none)"
-put git_dirty "$(git status --porcelain --untracked-files=no 2>/dev/null | wc -l)"
+# The source the binary was built from (recorded when this script built it),
+# else the tree as it is now.
+if [ -s "$BUILD_DIR/bench/htamerge.rev" ] && [ "$HM" = "$BUILD_DIR/htamerge" ]; then
+    put git_rev "$(tr ' ' '_' <"$BUILD_DIR/bench/htamerge.rev")"
+else
+    rev=$(git rev-parse --short HEAD 2>/dev/null || echo none)
+    [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] && rev="${rev}_+_uncommitted_changes"
+    [ "$rev" = none ] || put git_rev "tree_at_run_time:_$rev"
+fi
 put default_jobs "$(n=$(nproc --all); [ "$n" -gt 2 ] && echo $((n - 1)) || echo 1)"
 
 tv() {   # tv PREFIX CMD...: /usr/bin/time -v; records PREFIX_wall/_rss/_user/_sys
@@ -192,6 +212,7 @@ fi
 python3 bench/finish_breakdown.py "$DB" | sed 's/^/finish_/' >>"$RAW" ||
     say "warning: finish_breakdown.py failed"
 put load_end "$(cut -d' ' -f1 /proc/loadavg)"
+put measured_at "$(date -u +%Y-%m-%dT%H:%M)"
 
 # --- 4. report -----------------------------------------------------------
 args=("$RAW" --work "$WORK")

@@ -125,6 +125,8 @@ def build(d, work):
     db = med(d, "db_bytes")
     dbn = med(d, "db_noargs_bytes")
     ratio = e2e / zc if e2e and zc else None
+    jobs = ("`%s`" % one(d, "ingest_args") if one(d, "ingest_args", "none") != "none"
+            else "-j %s (the default here)" % one(d, "default_jobs"))
     bound = RSS_FACTOR * largest + cache if largest is not None and cache is not None else None
     rss_b = rss_kb * 1024 if rss_kb is not None else None
 
@@ -153,7 +155,7 @@ def build(d, work):
         ("database size", "%.1f MB (%.1f MB with --no-args)" % (db / mb, dbn / mb) if db else "n/a",
          "", ""),
         ("ingest -j 1 / --no-args (wall)", "%s s / %s s" % (f(j1), f(noargs)),
-         "default -j is %s here" % one(d, "default_jobs"), ""),
+         "end to end above ran with " + jobs, ""),
         ("**speedup vs HTA** (29.9 s wall)", f(HTA_WALL_S / e2e if e2e else None, "%.1f") + "x",
          ">= %.0fx" % SPEEDUP_AIM, verdict(HTA_WALL_S / e2e >= SPEEDUP_AIM if e2e else None)),
         ("vs HTA load + analyses (24.0 + 2.3 s)",
@@ -186,8 +188,8 @@ def build(d, work):
                 "inserts, then finishes alone. Best cases from these stage times: one parser "
                 "thread, max(read + analyse, insert) + finish = %.2f s; unlimited parser "
                 "threads, the writer's floor insert + finish = %.2f s. Measured end to end: "
-                "%s s with -j %s (default), %s s with -j 1." % (
-                    max(ra, ins) + fin_s, ins + fin_s, f(e2e), one(d, "default_jobs"), f(j1))]
+                "%s s with %s, %s s with -j 1." % (
+                    max(ra, ins) + fin_s, ins + fin_s, f(e2e), jobs, f(j1))]
     fin = {k[len("finish_"):]: med(d, k) for k in d if k.startswith("finish_")}
     if fin:
         idx = sorted(((v, k[len("index_"):]) for k, v in fin.items()
@@ -218,8 +220,9 @@ def build(d, work):
 
 def section(d, body, label=None):
     now = datetime.datetime.now(datetime.timezone.utc)
+    if one(d, "measured_at"):     # written by run.sh at the end of the run (UTC)
+        now = datetime.datetime.strptime(one(d, "measured_at"), "%Y-%m-%dT%H:%M")
     cpu = one(d, "cpu").replace("_", " ")
-    dirty = one(d, "git_dirty", "0")
     note = one(d, "build_note")
     if not label:
         label = "%s cores, %s" % (one(d, "nproc"), cpu)
@@ -227,16 +230,17 @@ def section(d, body, label=None):
             label += ", pinned"
     head = "## %s · %s\n\n" % (now.strftime("%Y-%m-%d"), label)
     if one(d, "git_rev", "none") != "none":
-        head += "Revision %s%s.\n" % (one(d, "git_rev"),
-                                      " + uncommitted changes" if dirty not in ("", "0") else "")
+        head += "Built from %s.\n" % one(d, "git_rev").replace("_", " ")
     pin = ""
     if one(d, "cpus", "all") != "all":
         pin = " (pinned to CPUs %s of %s)" % (one(d, "cpus"), one(d, "nproc_all"))
     if one(d, "ingest_args", "none") != "none":
         pin += "; ingest options `%s`" % one(d, "ingest_args")
-    head += ("Machine: %s cores%s (%s), %s GB RAM; build %s; load %s before, %s after; "
+    built = one(d, "binary_built")
+    head += ("Machine: %s cores%s (%s), %s GB RAM; build %s%s; load %s before, %s after; "
              "measured %s UTC.%s\n\n" % (
                  one(d, "nproc"), pin, cpu, one(d, "mem_gb"), one(d, "build_type"),
+                 ", binary of %s UTC" % built.replace("_", " ") if built else "",
                  one(d, "load_start"), one(d, "load_end"), now.strftime("%H:%M"),
                  " Build failed, measured the existing binary." if note else ""))
     line = one(d, "ingest_line")
@@ -252,7 +256,7 @@ def write_results(path, sec):
     if not header.strip():
         header = HEADER + "\n"
     # Sections keyed by their heading line (date + machine label), newest first;
-    # a run replaces the section with the same heading.
+    # a run replaces the section with the same heading, where it is.
     keys, sections = [], {}
     if m:
         starts = [x.start() for x in DATED.finditer(text)] + [len(text)]
@@ -263,9 +267,8 @@ def write_results(path, sec):
                 keys.append(k)
             sections[k] = chunk.rstrip("\n") + "\n\n"
     k = sec.split("\n", 1)[0]
-    if k in sections:
-        keys.remove(k)
-    keys.insert(0, k)
+    if k not in sections:          # a new section goes on top; a rerun stays in place
+        keys.insert(0, k)
     sections[k] = sec.rstrip("\n") + "\n\n"
     body = "".join(sections[x] for x in keys)
     with open(path + ".tmp", "w") as fh:

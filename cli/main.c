@@ -55,6 +55,8 @@ static void usage(FILE *f)
             "SQLite file and answers: which rank is the straggler, how well communication\n"
             "overlaps compute, and where GPUs sit idle.\n"
             "\n"
+            "  htamerge [run options] [--] PROGRAM [ARGS...]   (under mpirun: every rank)\n"
+            "\n"
             "commands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
@@ -62,12 +64,14 @@ static void usage(FILE *f)
             "  help     this text, or `htamerge help COMMAND`\n"
             "\n"
             "examples:\n"
+            "  mpirun -n 8 htamerge -o run.db train.py    # run, capture, merge\n"
             "  htamerge ingest -o run.db traces/          # a folder of rank-N.pt.trace.json.gz\n"
             "  htamerge report run.db temporal            # GPU time: idle / compute / other\n"
             "  htamerge report run.db overlap --format json\n"
             "  htamerge sql run.db 'SELECT * FROM v_temporal'\n"
             "\n"
-            "Run `htamerge COMMAND --help` for a command's options and exit codes.\n");
+            "Run `htamerge COMMAND --help` for a command's options and exit codes,\n"
+            "`htamerge help run` for the main job's.\n");
 }
 
 int main(int argc, char **argv)
@@ -83,6 +87,11 @@ int main(int argc, char **argv)
         return CLI_EXIT_OK;
     }
     if (!strcmp(cmd, "help")) {
+        if (argc > 2 && !strcmp(argv[2], "run")) {
+            char help[] = "--help";
+            char *sub[] = {argv[0], help, NULL};
+            return cli_run(2, sub);
+        }
         if (argc > 2) {
             char help[] = "--help";
             char *sub[] = {argv[2], help, NULL};
@@ -98,6 +107,6 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(commands[i].name, cmd))
             return commands[i].run(argc - 1, argv + 1);
-    cli_error("unknown command '%s' (try `htamerge help`)", cmd);
-    return CLI_EXIT_USAGE;
+    /* Not a subcommand: run options or PROGRAM, the main job. */
+    return cli_run(argc, argv);
 }

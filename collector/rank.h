@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "common/batch.h"
+#include "common/clockhook.h"
 #include "common/err.h"
 
 struct col_rank;
@@ -19,6 +20,8 @@ struct col_rank_opts {
     const char *master_addr;
     int master_port;
     int64_t run_start_ns;      /* HTAMERGE_RUN_START_NS for the child */
+    const struct hm_clockhook *hook; /* this rank's clock (test hook); copied */
+    const char *hostname;      /* stored with the rank's batches */
 };
 
 /* Starts the child and the watcher. Fails (with a message naming PROGRAM)

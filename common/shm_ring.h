@@ -165,10 +165,11 @@ int hm_ring_read(struct hm_ring *r, hm_ring_cb cb, void *ctx, int max);
  * up the ring before it is presumed abandoned by a dead producer. */
 void hm_ring_set_stall_timeout(struct hm_ring *r, int64_t ns);
 
-/* Declares every producer gone (the child has exited): skips all records
- * still unfinished now, counting them lost. Call after a last hm_ring_read;
- * committed records behind them remain readable. Returns records skipped. */
-uint64_t hm_ring_abandon(struct hm_ring *r);
+/* Declares the producers gone (the child has exited): from now on the
+ * records that are unfinished and were reserved before this call are
+ * skipped, and counted lost, without waiting for the stall timeout. Call
+ * hm_ring_read afterwards to drain the committed records around them. */
+void hm_ring_abandon(struct hm_ring *r);
 
 /* Producer side (the injection library, the test producer). */
 
@@ -185,8 +186,8 @@ struct hm_ring *hm_ring_attach(const char *name, struct hm_err *err);
  * returns. */
 int hm_ring_write(struct hm_ring *r, uint16_t type, const void *payload, uint32_t len);
 
-/* Same, with the payload in two parts (e.g. a struct hm_ring_string and
- * its text), copied back to back. len_a must be a multiple of 8. */
+/* Same, with the payload in two parts copied back to back (e.g. a struct
+ * hm_ring_string and its text); len = len_a + len_b. */
 int hm_ring_write2(struct hm_ring *r, uint16_t type, const void *a, uint32_t len_a,
                    const void *b, uint32_t len_b);
 
@@ -214,5 +215,9 @@ size_t hm_ring_default_bytes(void);
  * [A-Za-z0-9_.-] become '_', cut to fit). Returns 0 or HM_EINVAL if buf is
  * too small. */
 int hm_ring_format_name(char *buf, size_t len, const char *jobid, int rank);
+
+/* Testing only: reserves room for a record of len payload bytes and never
+ * finishes it, as a producer that died mid-write. Returns 0 or -1 (full). */
+int hm_ring_reserve_abandoned(struct hm_ring *r, uint32_t len);
 
 #endif

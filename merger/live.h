@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "common/batch.h"
+#include "common/clockhook.h"
 #include "common/err.h"
 
 struct mrg_live;
@@ -21,6 +22,7 @@ struct mrg_live_opts {
     int64_t sync_interval_ms;    /* ping-pong rounds; 0 = only start and end */
     int sync_samples;            /* ping-pongs per round (default 32) */
     int analyse;                 /* run the HTA analyses per rank at finish */
+    const struct hm_clockhook *hook; /* rank 0's clock (test hook); copied */
 };
 
 /* Collective over MPI_COMM_WORLD: every rank calls it. Rank 0 creates the

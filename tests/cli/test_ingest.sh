@@ -19,6 +19,7 @@ sql1() { "$H" sql "$1" "$2" --format csv | tail -n 1; }
 # Parity through the command line.
 expect_rc 0 "ingest trace_filter" "$H" ingest -o "$T/tf.db" "$FX/trace_filter"
 expect_err "ingested 2 of 2 files"
+grep -q "0 skipped events" "$T/err" || fail "real traces report skipped events"
 [ "$(sql1 "$T/tf.db" 'SELECT idle_us FROM v_temporal WHERE rank = 0')" = 321378 ] || fail "rank 0 idle"
 [ "$(sql1 "$T/tf.db" 'SELECT compute_pct FROM v_temporal WHERE rank = 1')" = 22.57 ] || fail "rank 1 compute %"
 [ "$(sql1 "$T/tf.db" 'SELECT overlap_pct FROM v_overlap WHERE rank = 0')" = 11.81 ] || fail "rank 0 overlap"

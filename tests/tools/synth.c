@@ -183,6 +183,28 @@ static int parse_args(struct syn_cfg *c, int argc, char **argv)
     return 0;
 }
 
+/* mkdir -p: creates dir and any missing parents. Returns 0 or -1 (errno). */
+static int make_dirs(const char *dir)
+{
+    char path[4096];
+    size_t n = strlen(dir);
+
+    if (n == 0 || n >= sizeof path) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    memcpy(path, dir, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (path[i] != '/' && path[i] != '\0')
+            continue;
+        path[i] = '\0';
+        if (mkdir(path, 0755) != 0 && errno != EEXIST)
+            return -1;
+        path[i] = i < n ? '/' : '\0';
+    }
+    return 0;
+}
+
 static void sleep_until(int64_t t_ns)
 {
     struct timespec ts = {(time_t)(t_ns / SYN_NS_PER_S), (long)(t_ns % SYN_NS_PER_S)};
@@ -275,7 +297,7 @@ int main(int argc, char **argv)
         goto out;
     }
     rc = 1;
-    if (stat(c.dir, &st) != 0 && mkdir(c.dir, 0755) != 0 && errno != EEXIST) {
+    if (stat(c.dir, &st) != 0 && make_dirs(c.dir) != 0) {
         fprintf(stderr, "htamerge-synth: cannot create %s: %s\n", c.dir, strerror(errno));
         goto out;
     }

@@ -455,6 +455,10 @@ int kj_builder_event(void *ctx, const struct kj_event *ev)
     case 'X': rc = on_complete(k, ev); break;
     case 'i': case 'I': rc = on_instant(k, ev); break;
     case 'M': rc = on_meta(k, ev); break;
+    /* Flows link a launch to its GPU op (ac2g) or forward to backward
+     * (fwdbwd); the correlation and External id on the slices already
+     * carry those links, so they are understood, not lost. */
+    case 's': case 'f': case 't': return 0;
     default: return skip(k, HM_SKIP_UNSUPPORTED_PH);
     }
     if (rc && !k->fatal)

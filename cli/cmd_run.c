@@ -1,0 +1,281 @@
+/* `htamerge [run options] PROGRAM [ARGS...]`: the main job. Under mpirun
+ * every rank runs PROGRAM as its child and collects; rank 0 also merges.
+ * Without mpirun it is one rank. The loop below is the only place that
+ * knows both the collector and the merger. */
+#include <getopt.h>
+#include <limits.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "collector/rank.h"
+#include "collector/transport.h"
+#include "common/clockhook.h"
+#include "merger/live.h"
+
+static const char run_help[] =
+    "usage: [mpirun -n N] htamerge [-o FILE.db] [--sync-interval S] [--keep-traces]\n"
+    "                              [--] PROGRAM [ARGS...]\n"
+    "\n"
+    "Runs PROGRAM on every MPI rank (PROGRAM.py runs under python3, or\n"
+    "$HTAMERGE_PYTHON) with the environment torchrun would give it (RANK,\n"
+    "LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT) plus\n"
+    "HTAMERGE_TRACE_DIR, a per-rank folder for torch.profiler traces. Each trace\n"
+    "file is read as soon as it is complete and streamed to rank 0, which puts\n"
+    "every rank on rank 0's clock (MPI ping-pong at start, every S seconds and\n"
+    "at the end) and writes one SQLite file while the job runs.\n"
+    "\n"
+    "options:\n"
+    "  -o, --output FILE.db     default htamerge-YYYYmmdd-HHMMSS.db\n"
+    "      --sync-interval S    seconds between clock-sync rounds (default 10; 0: start and end)\n"
+    "      --keep-traces        keep the per-rank trace folders (printed at the end)\n"
+    "  -h, --help               this text\n"
+    "\n"
+    "exit status: the child's exit status on each rank (mpirun reports the first\n"
+    "non-zero one); 1 when collection itself failed; 127 when PROGRAM cannot run.\n"
+    "\n"
+    "examples:\n"
+    "  mpirun -n 8 htamerge -o run.db train.py --epochs 1\n"
+    "  mpirun -n 4 htamerge -o run.db htamerge-synth --steps 8 --straggler 2:20\n"
+    "  htamerge report run.db clocks\n";
+
+struct run_opts {
+    const char *output;
+    double sync_interval_s;
+    int keep_traces;
+    char **argv;            /* PROGRAM ARGS... (borrowed from main's argv) */
+};
+
+/* What rank 0 tells everyone before the children start. */
+struct run_plan {
+    int64_t run_start_ns;
+    int32_t master_port;
+    char master_addr[64];
+    char trace_root[PATH_MAX];
+};
+
+static int parse_run_opts(int argc, char **argv, struct run_opts *o)
+{
+    static const struct option longopts[] = {
+        {"output", required_argument, 0, 'o'}, {"sync-interval", required_argument, 0, 'S'},
+        {"keep-traces", no_argument, 0, 'K'},  {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
+    static char defname[64];
+    int c;
+
+    o->sync_interval_s = 10;
+    optind = 1;
+    /* "+": stop at PROGRAM, so its own options stay its own. */
+    while ((c = getopt_long(argc, argv, "+o:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'o': o->output = optarg; break;
+        case 'S': o->sync_interval_s = atof(optarg); break;
+        case 'K': o->keep_traces = 1; break;
+        case 'h': fputs(run_help, stdout); return 1;
+        default: fputs(run_help, stderr); return -1;
+        }
+    }
+    if (optind >= argc) {
+        cli_error("no PROGRAM to run (try `htamerge --help`)");
+        return -1;
+    }
+    o->argv = argv + optind;
+    if (!o->output) {
+        time_t t = time(NULL);
+        struct tm tm;
+        strftime(defname, sizeof defname, "htamerge-%Y%m%d-%H%M%S.db", localtime_r(&t, &tm));
+        o->output = defname;
+    }
+    return 0;
+}
+
+static void make_plan(struct run_plan *p, const struct hm_clockhook *hook)
+{
+    const char *tmp = getenv("TMPDIR"), *port = getenv("MASTER_PORT");
+
+    memset(p, 0, sizeof *p);
+    /* Far enough ahead that every rank has started its child by then. */
+    p->run_start_ns = hm_clock_now(hook) + 500000000;
+    p->master_port = port ? atoi(port) : 29500;
+    gethostname(p->master_addr, sizeof p->master_addr - 1);
+    snprintf(p->trace_root, sizeof p->trace_root, "%s/htamerge-%ld-%lld", tmp && *tmp ? tmp : "/tmp",
+             (long)getpid(), (long long)(p->run_start_ns / 1000000));
+}
+
+static void remove_tree(const char *dir)
+{
+    char cmd[PATH_MAX + 64];
+    /* Only our own per-rank folders, built from make_plan's pattern. */
+    if (strstr(dir, "/htamerge-")) {
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+        if (system(cmd) != 0)
+            cli_error("could not remove %s", dir);
+    }
+}
+
+enum { MAX_BACKLOG = 64 << 20 };
+
+struct loop {
+    struct col_rank *col;   /* NULL when PROGRAM could not start */
+    struct col_link *link;  /* ranks > 0 */
+    struct mrg_live *mrg;   /* rank 0 */
+    int rank, child_done, exit_code, signal;
+};
+
+/* One turn: collect, move batches, talk to the merger. Returns 1 when this
+ * rank may leave, 0 to go on, < 0 on a failure (err filled). */
+static int turn(struct loop *L, struct hm_err *err)
+{
+    struct hm_batch *b;
+    int rc = 0, fin = 0, all_done = 0;
+
+    if (L->col) {
+        int sig = col_rank_poll(L->col, 5);
+        if (sig && !L->signal)
+            L->signal = sig;
+        /* A peer takes no more batches while its unsent bytes are high:
+         * the parser then stalls too, bounding memory end to end. */
+        while (rc == 0 && (L->rank == 0 || col_link_backlog(L->link) < MAX_BACKLOG) &&
+               (b = col_rank_take(L->col)))
+            rc = L->rank == 0 ? mrg_live_local(L->mrg, b, err) : col_link_queue(L->link, b, err);
+        if (!L->child_done && col_rank_finished(L->col, &L->exit_code))
+            L->child_done = 1;
+    } else {
+        usleep(5000);
+        L->child_done = 1;
+    }
+    if (rc)
+        return rc;
+    if (L->rank == 0) {
+        if (L->child_done)
+            mrg_live_local_done(L->mrg, L->exit_code);
+        rc = mrg_live_step(L->mrg, &all_done, err);
+        return rc ? rc : (L->child_done && all_done);
+    }
+    rc = col_link_step(L->link, &fin, err);
+    if (rc == 0 && L->child_done) {
+        struct hm_msg_done d = {.exit_code = L->exit_code, .spawn_failed = L->col == NULL};
+        struct col_rank_stats st = {0};
+        if (L->col)
+            col_rank_stats(L->col, &st);
+        d.files = st.files;
+        d.files_failed = st.files_failed;
+        d.batches = st.batches;
+        rc = col_link_done(L->link, &d, err) < 0 ? err->code : 0;
+    }
+    return rc ? rc : fin;
+}
+
+static int start_rank(struct loop *L, const struct run_opts *o, const struct run_plan *plan, int size,
+                      MPI_Comm node, const struct hm_clockhook *hook, char *trace_dir, size_t len)
+{
+    char host[256] = "";
+    struct col_rank_opts co = {.argv = o->argv, .rank = L->rank, .size = size,
+                               .master_addr = plan->master_addr, .master_port = plan->master_port,
+                               .run_start_ns = plan->run_start_ns, .hook = hook, .hostname = host};
+
+    gethostname(host, sizeof host - 1);
+    struct hm_err err;
+    char line[1400];
+
+    MPI_Comm_rank(node, &co.local_rank);
+    MPI_Comm_size(node, &co.local_size);
+    mkdir(plan->trace_root, 0700);
+    snprintf(trace_dir, len, "%s/rank-%d", plan->trace_root, L->rank);
+    co.trace_dir = trace_dir;
+    hm_err_clear(&err);
+    L->col = col_rank_start(&co, &err);
+    if (!L->col) {
+        cli_error("rank %d: %s", L->rank, hm_err_line(&err, line, sizeof line));
+        L->exit_code = 127;
+        return -1;
+    }
+    return 0;
+}
+
+static int run_loop(struct loop *L, struct hm_err *err)
+{
+    int rc;
+    while ((rc = turn(L, err)) == 0 && !(L->signal && L->rank == 0))
+        ;
+    return rc < 0 ? rc : 0;
+}
+
+int cli_run(int argc, char **argv)
+{
+    struct run_opts o = {0};
+    struct run_plan plan;
+    struct hm_clockhook hook;
+    struct loop L = {0};
+    struct hm_err err;
+    char trace_dir[PATH_MAX + 32], line[1400];
+    int size, provided, rc, job_exit = 0;
+    MPI_Comm node;
+
+    rc = parse_run_opts(argc, argv, &o);
+    if (rc)
+        return rc > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+    if (hm_clockhook_load(&hook) != 0) {
+        cli_error("malformed HTAMERGE_CLOCK_SKEW_NS or HTAMERGE_CLOCK_DRIFT_PPM");
+        return CLI_EXIT_USAGE;
+    }
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &L.rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    if (L.rank == 0)
+        make_plan(&plan, &hook);
+    MPI_Bcast(&plan, sizeof plan, MPI_BYTE, 0, MPI_COMM_WORLD);
+    hm_err_clear(&err);
+    if (L.rank == 0) {
+        struct mrg_live_opts mo = {.output = o.output, .command_line = cli_command_line(argc, argv),
+                                   .created_by = "htamerge run",
+                                   .sync_interval_ms = (int64_t)(o.sync_interval_s * 1000),
+                                   .analyse = 1, .hook = &hook};
+        L.mrg = mrg_live_start(&mo, &err);
+        if (!L.mrg) {
+            cli_error("%s", hm_err_line(&err, line, sizeof line));
+            MPI_Abort(MPI_COMM_WORLD, CLI_EXIT_FAIL);
+        }
+    } else {
+        L.link = col_link_new(&hook, &err);
+    }
+    start_rank(&L, &o, &plan, size, node, &hook, trace_dir, sizeof trace_dir);
+    rc = run_loop(&L, &err);
+    if (rc)
+        cli_error("rank %d: %s", L.rank, hm_err_line(&err, line, sizeof line));
+    if (L.rank == 0) {
+        int complete = rc == 0 && !L.signal;
+        if (mrg_live_finish(L.mrg, complete, &job_exit, &err) != 0) {
+            cli_error("%s", hm_err_line(&err, line, sizeof line));
+            rc = -1;
+        } else {
+            fprintf(stderr, "htamerge: wrote %s (%d ranks, run %s)\n", o.output, size,
+                    complete ? "complete" : "incomplete");
+        }
+    }
+    col_rank_free(L.col);
+    col_link_free(L.link);
+    if (o.keep_traces)
+        fprintf(stderr, "htamerge: rank %d traces kept in %s\n", L.rank, trace_dir);
+    else
+        remove_tree(trace_dir);
+    if (L.rank == 0 && !o.keep_traces)
+        rmdir(plan.trace_root);
+    if (L.signal && L.rank == 0) {
+        /* The job is being torn down: what we have is written; do not wait
+         * in MPI_Finalize for ranks that may be gone. */
+        fflush(NULL);
+        _exit(128 + L.signal);
+    }
+    MPI_Comm_free(&node);
+    MPI_Finalize();
+    if (rc)
+        return CLI_EXIT_FAIL;
+    return L.exit_code;
+}

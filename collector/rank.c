@@ -1,0 +1,287 @@
+/* One rank's collection: child, watcher, parser thread.
+ *
+ *   main thread (col_rank_poll)          parser thread
+ *   poll(child, watch, signals)  ----->  paths queue -> src_kineto_read
+ *   col_rank_take  <---------------------  batches queue (clock hook applied)
+ *
+ * The child's exit is final only after a last scan of the trace folder and
+ * once the parser has drained the paths queue, so no file written before
+ * the child exited is missed. */
+#include "rank.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "child.h"
+#include "collector/sources/kineto_json/kineto_json.h"
+#include "common/clockhook.h"
+#include "launcher_env.h"
+#include "trace_watch.h"
+
+enum { KILL_AFTER_MS = 10000, MAX_READY = 4 };
+
+struct col_rank {
+    int rank;
+    char hostname[256];
+    struct hm_clockhook hook;
+    struct col_child *child;     /* owned */
+    struct col_watch *watch;     /* owned */
+    char **envp;                 /* owned */
+    int sigfd;
+    int exited, exit_code, scanned;
+    int64_t signalled_at;        /* monotonic ms of the first forwarded signal */
+    struct col_rank_stats stats;
+    /* Parser thread and its queues, under mu. */
+    pthread_t thread;
+    int thread_started, stop, busy;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    HM_VEC(char *) paths;        /* owned strings, FIFO from paths_head */
+    size_t paths_head;
+    HM_VEC(struct hm_batch *) out; /* owned batches, FIFO from out_head */
+    size_t out_head;
+};
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Parses one file; failures are reported and counted, never fatal. */
+static struct hm_batch *parse_file(struct col_rank *c, const char *path)
+{
+    struct src_kineto_opts ko = {.keep_args = 1};
+    struct hm_batch *b = NULL;
+    struct hm_err err;
+    char line[1400];
+
+    hm_err_clear(&err);
+    if (src_kineto_read(path, &ko, &b, &err) != 0) {
+        fprintf(stderr, "htamerge: rank %d: skipping %s\n", c->rank, hm_err_line(&err, line, sizeof line));
+        return NULL;
+    }
+    b->info.rank = c->rank;
+    b->info.rank_source = hm_batch_intern(b, "mpi", 3);
+    b->info.hostname = hm_batch_intern(b, c->hostname, strlen(c->hostname));
+    if (c->child)
+        b->info.pid = col_child_pid(c->child);
+    hm_clockhook_apply_batch(&c->hook, b);
+    return b;
+}
+
+static void *parser_main(void *arg)
+{
+    struct col_rank *c = arg;
+
+    pthread_mutex_lock(&c->mu);
+    for (;;) {
+        /* Back-pressure: at most MAX_READY parsed batches wait for the
+         * merger, so a slow merger bounds this rank's memory. */
+        while (!c->stop && (c->paths_head == c->paths.n || c->out.n - c->out_head >= MAX_READY))
+            pthread_cond_wait(&c->cv, &c->mu);
+        if (c->paths_head == c->paths.n)
+            break;
+        char *path = c->paths.v[c->paths_head++];
+        c->busy = 1;
+        pthread_mutex_unlock(&c->mu);
+        struct hm_batch *b = parse_file(c, path);
+        free(path);
+        pthread_mutex_lock(&c->mu);
+        c->busy = 0;
+        c->stats.files++;
+        if (!b) {
+            c->stats.files_failed++;
+        } else {
+            struct hm_batch **slot = HM_VEC_PUSH(c->out);
+            if (slot)
+                *slot = b;
+            else
+                hm_batch_free(b);
+        }
+    }
+    pthread_mutex_unlock(&c->mu);
+    return NULL;
+}
+
+static void queue_path(struct col_rank *c, char *path)
+{
+    pthread_mutex_lock(&c->mu);
+    char **slot = HM_VEC_PUSH(c->paths);
+    if (slot)
+        *slot = path;
+    else
+        free(path);
+    pthread_cond_signal(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+}
+
+static void drain_watch(struct col_rank *c)
+{
+    char *path = NULL;
+    while (col_watch_next(c->watch, &path) > 0) {
+        queue_path(c, path);
+        path = NULL;
+    }
+}
+
+struct col_rank *col_rank_start(const struct col_rank_opts *o, struct hm_err *err)
+{
+    struct col_rank *c = calloc(1, sizeof *c);
+    struct col_env_in in;
+
+    if (!c) {
+        hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
+        return NULL;
+    }
+    c->rank = o->rank;
+    c->sigfd = -1;
+    pthread_mutex_init(&c->mu, NULL);
+    pthread_cond_init(&c->cv, NULL);
+    /* One hook for the whole rank: sync samples and trace times must move
+     * by the same function, reference time included. */
+    c->hook = *o->hook;
+    snprintf(c->hostname, sizeof c->hostname, "%s", o->hostname ? o->hostname : "");
+    if (mkdir(o->trace_dir, 0700) != 0 && errno != EEXIST) {
+        hm_err_set(err, HM_EIO, o->trace_dir, -1, "cannot create the trace folder: %s", strerror(errno));
+        goto fail;
+    }
+    c->watch = col_watch_new(o->trace_dir, err);
+    if (!c->watch)
+        goto fail;
+    col_env_in_init(&in);
+    in.rank = o->rank;
+    in.world_size = o->size;
+    in.local_rank = o->local_rank;
+    in.local_world_size = o->local_size;
+    in.master_addr = o->master_addr;
+    in.master_port = o->master_port;
+    in.trace_dir = o->trace_dir;
+    in.run_start_ns = o->run_start_ns;
+    if (col_env_build(&in, &c->envp, err) != 0)
+        goto fail;
+    c->sigfd = col_signals_install();
+    if (pthread_create(&c->thread, NULL, parser_main, c) != 0) {
+        hm_err_set(err, HM_ENOMEM, NULL, -1, "cannot start the parser thread");
+        goto fail;
+    }
+    c->thread_started = 1;
+    c->child = col_child_spawn(o->argv, c->envp, err);
+    if (!c->child)
+        goto fail;
+    return c;
+fail:
+    col_rank_free(c);
+    return NULL;
+}
+
+/* Passes a signal on; escalates to SIGKILL if the child ignores it. */
+static void handle_signal(struct col_rank *c, int sig)
+{
+    if (c->exited)
+        return;
+    col_child_signal(c->child, sig);
+    if (!c->signalled_at)
+        c->signalled_at = mono_ms();
+}
+
+int col_rank_poll(struct col_rank *c, int timeout_ms)
+{
+    struct pollfd p[3] = {{col_child_fd(c->child), POLLIN, 0}, {col_watch_fd(c->watch), POLLIN, 0},
+                          {c->sigfd, POLLIN, 0}};
+    int status, sig = 0;
+
+    if (!c->exited)
+        poll(p, 3, timeout_ms);
+    if (c->sigfd >= 0 && (sig = col_signals_take()) > 0)
+        handle_signal(c, sig);
+    if (c->signalled_at && !c->exited && mono_ms() - c->signalled_at > KILL_AFTER_MS)
+        col_child_signal(c->child, SIGKILL);
+    drain_watch(c);
+    if (!c->exited && col_child_reap(c->child, &status) == 1) {
+        c->exited = 1;
+        c->exit_code = col_child_exit_code(status);
+    }
+    if (c->exited && !c->scanned) {
+        /* Files closed just before the exit, or missed by an overflow. */
+        col_watch_scan(c->watch);
+        drain_watch(c);
+        c->scanned = 1;
+    }
+    return sig > 0 ? sig : 0;
+}
+
+struct hm_batch *col_rank_take(struct col_rank *c)
+{
+    struct hm_batch *b = NULL;
+
+    pthread_mutex_lock(&c->mu);
+    if (c->out_head < c->out.n) {
+        b = c->out.v[c->out_head++];
+        c->stats.batches++;
+        if (c->out_head == c->out.n)
+            c->out_head = c->out.n = 0;
+        pthread_cond_signal(&c->cv);
+    }
+    pthread_mutex_unlock(&c->mu);
+    return b;
+}
+
+int col_rank_finished(struct col_rank *c, int *exit_code)
+{
+    int idle;
+
+    if (!c->scanned)
+        return 0;
+    pthread_mutex_lock(&c->mu);
+    idle = !c->busy && c->paths_head == c->paths.n && c->out_head == c->out.n;
+    pthread_mutex_unlock(&c->mu);
+    if (idle)
+        *exit_code = c->exit_code;
+    return idle;
+}
+
+void col_rank_stats(const struct col_rank *c, struct col_rank_stats *s)
+{
+    *s = c->stats;
+}
+
+void col_rank_free(struct col_rank *c)
+{
+    if (!c)
+        return;
+    if (c->child && !c->exited) {
+        int status;
+        col_child_signal(c->child, SIGKILL);
+        while (col_child_reap(c->child, &status) == 0)
+            usleep(1000);
+    }
+    if (c->thread_started) {
+        pthread_mutex_lock(&c->mu);
+        c->stop = 1;
+        pthread_cond_signal(&c->cv);
+        pthread_mutex_unlock(&c->mu);
+        pthread_join(c->thread, NULL);
+    }
+    for (size_t i = c->paths_head; i < c->paths.n; i++)
+        free(c->paths.v[i]);
+    for (size_t i = c->out_head; i < c->out.n; i++)
+        hm_batch_free(c->out.v[i]);
+    HM_VEC_FREE(c->paths);
+    HM_VEC_FREE(c->out);
+    col_child_free(c->child);
+    col_watch_free(c->watch);
+    col_env_free(c->envp);
+    pthread_mutex_destroy(&c->mu);
+    pthread_cond_destroy(&c->cv);
+    free(c);
+}

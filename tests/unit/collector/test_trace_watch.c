@@ -1,0 +1,291 @@
+/* Tests for collector/trace_watch: files reported once when complete
+ * (close after write, rename into place), names that are not traces,
+ * subfolders, slow writers, rescans without duplicates, and the kernel
+ * queue overflowing. */
+#include "test.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "collector/trace_watch.h"
+
+static char root[1024];
+
+static const char *at(const char *rel)
+{
+    static char buf[4][4096];
+    static int i;
+    i = (i + 1) % 4;
+    snprintf(buf[i], sizeof buf[i], "%s/%s", root, rel);
+    return buf[i];
+}
+
+static void write_file(const char *path, const char *text)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    CHECK(fd >= 0);
+    if (fd >= 0) {
+        CHECK_EQ_INT(write(fd, text, strlen(text)), (long long)strlen(text));
+        close(fd);
+    }
+}
+
+/* The next reported path relative to root, in a static buffer; "" if none. */
+static const char *next_rel(struct col_watch *w)
+{
+    static char buf[4096];
+    char *path = NULL;
+    int rc = col_watch_next(w, &path);
+
+    buf[0] = '\0';
+    CHECK(rc >= 0);
+    if (rc == 1) {
+        size_t n = strlen(root);
+        CHECK(!strncmp(path, root, n) && path[n] == '/');
+        snprintf(buf, sizeof buf, "%s", path + n + 1);
+        free(path);
+    }
+    return buf;
+}
+
+static void fresh_root(const char *name)
+{
+    char cmd[8192];
+    snprintf(root, sizeof root, "%s", hm_tmpfile(name));
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s'", root, root);
+    CHECK_EQ_INT(system(cmd), 0);
+}
+
+static void test_complete_files(void)
+{
+    struct hm_err err;
+    struct col_watch *w;
+
+    fresh_root("watch_basic");
+    w = col_watch_new(root, &err);
+    CHECK(w != NULL);
+    if (!w)
+        return;
+    CHECK(col_watch_fd(w) >= 0);
+    CHECK_STR(next_rel(w), "");
+
+    write_file(at("rank-0.pt.trace.json"), "{}");
+    CHECK_STR(next_rel(w), "rank-0.pt.trace.json");
+    CHECK_STR(next_rel(w), "");
+
+    /* written under a temporary name, renamed into place */
+    write_file(at("cycle1.json.gz.tmp"), "x");
+    write_file(at("cycle1.tmp.json"), "x");
+    CHECK_EQ_INT(rename(at("cycle1.json.gz.tmp"), at("cycle1.json.gz")), 0);
+    CHECK_STR(next_rel(w), "cycle1.json.gz");
+    CHECK_STR(next_rel(w), "");
+
+    /* not traces: dot-files, other suffixes, bare ".json" */
+    write_file(at(".hidden.json"), "x");
+    write_file(at("notes.txt"), "x");
+    write_file(at("trace.json.bak"), "x");
+    write_file(at("x.jsonl"), "x");
+    CHECK_STR(next_rel(w), "");
+
+    /* rewritten later: still reported once */
+    write_file(at("rank-0.pt.trace.json"), "{\"again\":1}");
+    CHECK_STR(next_rel(w), "");
+    col_watch_free(w);
+}
+
+static void test_slow_writer(void)
+{
+    struct hm_err err;
+    struct col_watch *w;
+    int fd;
+
+    fresh_root("watch_slow");
+    w = col_watch_new(root, &err);
+    CHECK(w != NULL);
+    if (!w)
+        return;
+    fd = open(at("slow.json"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    CHECK(fd >= 0);
+    CHECK_EQ_INT(write(fd, "{\"traceEvents\":[", 16), 16);
+    CHECK_STR(next_rel(w), "");
+    usleep(20000);
+    CHECK_EQ_INT(write(fd, "]}", 2), 2);
+    CHECK_STR(next_rel(w), "");
+    close(fd);
+    CHECK_STR(next_rel(w), "slow.json");
+    CHECK_STR(next_rel(w), "");
+    col_watch_free(w);
+}
+
+static void test_subfolders(void)
+{
+    struct hm_err err;
+    struct col_watch *w;
+    char cmd[8192];
+
+    fresh_root("watch_sub");
+    mkdir(at("existing"), 0755);   /* there before the watch */
+    w = col_watch_new(root, &err);
+    CHECK(w != NULL);
+    if (!w)
+        return;
+    write_file(at("existing/a.json"), "x");
+    CHECK_STR(next_rel(w), "existing/a.json");
+
+    CHECK_EQ_INT(mkdir(at("later"), 0755), 0);
+    CHECK_EQ_INT(mkdir(at("later/deeper"), 0755), 0);   /* before we saw "later" */
+    CHECK_STR(next_rel(w), "");
+    write_file(at("later/b.json"), "x");
+    write_file(at("later/deeper/c.json.gz"), "x");
+    CHECK_STR(next_rel(w), "later/b.json");
+    CHECK_STR(next_rel(w), "later/deeper/c.json.gz");
+
+    /* a folder finished elsewhere and renamed in: its files count */
+    snprintf(cmd, sizeof cmd, "rm -rf '%s.out' && mkdir -p '%s.out/prof' && "
+             "echo {} > '%s.out/prof/d.json' && mv '%s.out/prof' '%s/moved'",
+             root, root, root, root, root);
+    CHECK_EQ_INT(system(cmd), 0);
+    CHECK_STR(next_rel(w), "moved/d.json");
+    CHECK_STR(next_rel(w), "");
+
+    /* the rescan finds nothing new: no duplicates */
+    CHECK_EQ_INT(col_watch_scan(w), 0);
+    CHECK_STR(next_rel(w), "");
+    CHECK(!col_watch_overflowed(w));
+    col_watch_free(w);
+}
+
+static void test_scan(void)
+{
+    struct hm_err err;
+    struct col_watch *w;
+
+    fresh_root("watch_scan");
+    mkdir(at("sub"), 0755);
+    write_file(at("before.json"), "x");
+    write_file(at("sub/before2.json"), "x");
+    write_file(at("sub/.x.json"), "x");
+    w = col_watch_new(root, &err);
+    CHECK(w != NULL);
+    if (!w)
+        return;
+    CHECK_STR(next_rel(w), "");       /* no event for files already there */
+    write_file(at("after.json"), "x");
+    CHECK_STR(next_rel(w), "after.json");
+    CHECK_EQ_INT(col_watch_scan(w), 2);
+    {
+        char a[256], b[256];
+        snprintf(a, sizeof a, "%s", next_rel(w));
+        snprintf(b, sizeof b, "%s", next_rel(w));
+        CHECK(!strcmp(a, "before.json") || !strcmp(a, "sub/before2.json"));
+        CHECK(!strcmp(b, "before.json") || !strcmp(b, "sub/before2.json"));
+        CHECK(strcmp(a, b) != 0);
+    }
+    CHECK_STR(next_rel(w), "");
+    CHECK_EQ_INT(col_watch_scan(w), 0);
+    col_watch_free(w);
+
+    /* skip_existing: an earlier run's files are never reported */
+    w = col_watch_new(root, &err);
+    CHECK(w != NULL);
+    if (!w)
+        return;
+    CHECK_EQ_INT(col_watch_skip_existing(w), 3);
+    write_file(at("before.json"), "rewritten");
+    write_file(at("new.json"), "x");
+    CHECK_STR(next_rel(w), "new.json");
+    CHECK_STR(next_rel(w), "");
+    CHECK_EQ_INT(col_watch_scan(w), 0);
+    col_watch_free(w);
+}
+
+/* More events than the kernel queues without a read: the overflow is
+ * noticed, and events plus a rescan report every file exactly once. */
+static void test_overflow(void)
+{
+    struct hm_err err;
+    struct col_watch *w;
+    long max = 16384;
+    FILE *f = fopen("/proc/sys/fs/inotify/max_queued_events", "r");
+    int n, reported = 0, dups = 0, bad = 0;
+    unsigned char *hit;
+
+    if (f) {
+        if (fscanf(f, "%ld", &max) != 1)
+            max = 16384;
+        fclose(f);
+    }
+    if (max > 100000) {
+        fprintf(stderr, "overflow test skipped: max_queued_events = %ld\n", max);
+        return;
+    }
+    n = (int)(max / 2 + 500);   /* a file gives two events: create, close */
+    hit = calloc((size_t)n, 1);
+    fresh_root("watch_overflow");
+    w = col_watch_new(root, &err);
+    CHECK(w != NULL && hit);
+    if (!w || !hit) {
+        free(hit);
+        col_watch_free(w);
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "f%06d.json", i);
+        write_file(at(name), "x");
+    }
+    for (int pass = 0; pass < 2; pass++) {
+        char *path;
+        while (col_watch_next(w, &path) == 1) {
+            const char *base = strrchr(path, '/');
+            int i = base ? atoi(base + 2) : -1;
+            if (i < 0 || i >= n)
+                bad++;
+            else if (hit[i]++)
+                dups++;
+            reported++;
+            free(path);
+        }
+        if (pass == 0) {
+            CHECK(col_watch_overflowed(w));
+            CHECK(reported < n);
+            CHECK(col_watch_scan(w) > 0);
+        }
+    }
+    CHECK_EQ_INT(reported, n);
+    CHECK_EQ_INT(dups, 0);
+    CHECK_EQ_INT(bad, 0);
+    free(hit);
+    col_watch_free(w);
+}
+
+static void test_errors(void)
+{
+    struct hm_err err;
+    const char *missing = hm_tmpfile("watch_no_such_dir");
+
+    hm_err_clear(&err);
+    CHECK(col_watch_new(missing, &err) == NULL);
+    CHECK_EQ_INT(err.code, HM_EIO);
+    CHECK_STR(err.file, missing);
+    CHECK_CONTAINS(err.msg, "No such file");
+    fresh_root("watch_file");
+    write_file(at("plain.json"), "x");
+    CHECK(col_watch_new(at("plain.json"), &err) == NULL);
+    CHECK_CONTAINS(err.msg, "not a directory");
+    col_watch_free(NULL);
+}
+
+int main(void)
+{
+    test_complete_files();
+    test_slow_writer();
+    test_subfolders();
+    test_scan();
+    test_overflow();
+    test_errors();
+    return hm_test_done();
+}
