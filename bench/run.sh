@@ -90,13 +90,18 @@ case "$btype" in Release|RelWithDebInfo|MinSizeRel) ;; *) say "warning: build ty
 put build_type "${btype:-unknown}"
 put binary_built "$(date -u -r "$HM" '+%Y-%m-%d_%H:%M')"
 
-# Harnesses: compiled by hand against the build's static libraries.
+# Harnesses: CMake targets when bench/ is wired in, else compiled by hand
+# against the build's static libraries.
 lib() { find "$BUILD_DIR" -name "lib$1.a" -print -quit; }
 K=$(lib hm_kineto) C=$(lib hm_common) A=$(lib hm_analysis) M=$(lib hm_merger)
 BIN=$BUILD_DIR/bench
 mkdir -p "$BIN"
 have_stages=0
-if [ -n "$K" ] && [ -n "$C" ]; then
+if [ "${NO_BUILD:-0}" != 1 ] && [ -d "$BUILD_DIR/bench/CMakeFiles" ] &&
+        cmake --build "$BUILD_DIR" -j"$(nproc)" --target bench_parse bench_stages \
+            >"$WORK/bench_build.log" 2>&1; then
+    have_stages=1    # bench/ is wired into CMake (add_subdirectory(bench))
+elif [ -n "$K" ] && [ -n "$C" ]; then
     CFLAGS="-O2 -g -std=c11 -D_GNU_SOURCE -Wall -Wextra -I$ROOT -I$BUILD_DIR/generated"
     gcc $CFLAGS bench/bench_parse.c "$K" "$C" -lsimdjson -ldeflate -lz -lstdc++ -lm -lpthread \
         -o "$BIN/bench_parse"

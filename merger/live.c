@@ -64,7 +64,7 @@ static int mpi_fail(struct hm_err *err, const char *what, int rc)
 struct mrg_live *mrg_live_start(const struct mrg_live_opts *opts, struct hm_err *err)
 {
     struct mrg_live *m = calloc(1, sizeof *m);
-    char hostname[256];
+    char hostname[256], pidtext[32];
 
     if (!m) {
         hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
@@ -84,11 +84,14 @@ struct mrg_live *mrg_live_start(const struct mrg_live_opts *opts, struct hm_err 
     if (!m->w)
         goto fail;
     gethostname(hostname, sizeof hostname);
+    snprintf(pidtext, sizeof pidtext, "%ld", (long)getpid());
     if (mrg_writer_set_meta(m->w, "created_by", opts->created_by ? opts->created_by : "htamerge", err) ||
         mrg_writer_set_meta(m->w, "run_status", "running", err) ||
         (opts->command_line && mrg_writer_set_meta(m->w, "command_line", opts->command_line, err)) ||
         mrg_writer_set_meta(m->w, "merger_host", hostname, err) ||
+        mrg_writer_set_meta(m->w, "merger_pid", pidtext, err) ||
         mrg_writer_set_clock(m->w, 0, HM_NONE, 0, 0, 0, "mpi", 0, err) ||
+        mrg_writer_set_rank_complete(m->w, 0, 0, err) ||
         mrg_writer_commit(m->w, err))
         goto fail;
     m->peers[0].synced = 1;
@@ -136,6 +139,9 @@ static int initial_sync(struct mrg_live *m, struct hm_err *err)
             return rc;
         mrg_clock_summary(&m->peers[r].clock, &off, &drift, &ref, &unc);
         rc = mrg_writer_set_clock(m->w, r, HM_NONE, off, 0, 0, "mpi", unc, err);
+        /* Not complete until its DONE arrives: a file cut short says so. */
+        if (rc == 0)
+            rc = mrg_writer_set_rank_complete(m->w, r, 0, err);
         if (rc)
             return rc;
         m->peers[r].synced = 1;
@@ -170,6 +176,8 @@ int mrg_live_local(struct mrg_live *m, struct hm_batch *b, struct hm_err *err)
 
 void mrg_live_local_done(struct mrg_live *m, int exit_code)
 {
+    if (!m->local_done)
+        mrg_writer_set_rank_complete(m->w, 0, 1, NULL);
     m->local_done = 1;
     m->peers[0].exit_code = exit_code;
     m->peers[0].done = 1;
@@ -306,6 +314,20 @@ static int analyse(struct mrg_live *m, struct hm_err *err)
     return 0;
 }
 
+/* meta.exit_codes: "rank:code" for every rank whose program failed (127:
+ * it could not be started), "" when all exited 0. */
+static int store_exit_codes(struct mrg_live *m, struct hm_err *err)
+{
+    char buf[4096] = "";
+    size_t n = 0;
+
+    for (int r = 0; r < m->size && n < sizeof buf - 32; r++)
+        if (m->peers[r].exit_code)
+            n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%d:%d", n ? "," : "", r,
+                                  m->peers[r].exit_code);
+    return mrg_writer_set_meta(m->w, "exit_codes", buf, err);
+}
+
 int mrg_live_finish(struct mrg_live *m, int complete, int *job_exit, struct hm_err *err)
 {
     int rc = 0, worst = 0;
@@ -323,6 +345,8 @@ int mrg_live_finish(struct mrg_live *m, int complete, int *job_exit, struct hm_e
         if (rc == 0 && m->opts.analyse)
             rc = analyse(m, err);
     }
+    if (rc == 0)
+        rc = store_exit_codes(m, err);
     if (rc == 0)
         rc = mrg_writer_set_meta(m->w, "run_status", complete ? "complete" : "incomplete", err);
     if (rc == 0)

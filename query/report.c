@@ -3,8 +3,11 @@
  * times in microseconds as HTA prints them, one array per topic. */
 #include "report.h"
 
+#include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "hm_sql.h"
 #include "sql_guard.h"
@@ -112,6 +115,32 @@ static int add_facts(sqlite3 *db, const char *sql, cJSON *doc, struct hm_err *er
     return rc == SQLITE_DONE ? 0 : hm_err_set(err, HM_ESQL, NULL, -1, "report summary: %s", sqlite3_errmsg(db));
 }
 
+/* A run whose status still says "running" while its merger process is gone
+ * was cut short (the merger was killed): say so instead of "running". */
+static void judge_run_status(sqlite3 *db, cJSON *doc)
+{
+    cJSON *st = cJSON_GetObjectItemCaseSensitive(doc, "run_status");
+    sqlite3_stmt *q = NULL;
+    char host[256] = "";
+    long pid = 0;
+    int same_host = 0;
+
+    if (!cJSON_IsString(st) || strcmp(st->valuestring, "running") != 0)
+        return;
+    if (sqlite3_prepare_v2(db, hm_sql_report_merger, -1, &q, NULL) != SQLITE_OK)
+        return;
+    if (sqlite3_step(q) == SQLITE_ROW) {
+        const char *h = (const char *)sqlite3_column_text(q, 0);
+        pid = sqlite3_column_int64(q, 1);
+        gethostname(host, sizeof host - 1);
+        same_host = h && !strcmp(h, host);
+    }
+    sqlite3_finalize(q);
+    if (same_host && pid > 0 && kill((pid_t)pid, 0) != 0 && errno == ESRCH)
+        cJSON_ReplaceItemInObjectCaseSensitive(
+            doc, "run_status", cJSON_CreateString("incomplete (the merger stopped before finishing)"));
+}
+
 int qry_report_build(sqlite3 *db, const struct qry_report_opts *o, cJSON **out, struct hm_err *err)
 {
     cJSON *doc = cJSON_CreateObject();
@@ -127,6 +156,8 @@ int qry_report_build(sqlite3 *db, const struct qry_report_opts *o, cJSON **out, 
     }
     if (!strcmp(t, "summary")) {
         rc = add_facts(db, hm_sql_report_summary_run, doc, err);
+        if (rc == 0)
+            judge_run_status(db, doc);
         if (rc == 0)
             cJSON_AddStringToObject(doc, "definitions", o->all_steps ? "all steps" : "HTA (last step dropped)");
         if (rc == 0)

@@ -8,4 +8,6 @@ UNION ALL SELECT 'skipped_events', coalesce(sum(count), 0) FROM skipped
 UNION ALL SELECT 'created_by', value FROM meta WHERE key = 'created_by'
 UNION ALL SELECT 'created_at', value FROM meta WHERE key = 'created_at'
 UNION ALL SELECT 'run_status', value FROM meta WHERE key = 'run_status'
+UNION ALL SELECT 'failed_programs', value FROM meta WHERE key = 'exit_codes' AND value <> ''
+UNION ALL SELECT 'incomplete_ranks', group_concat(rank) FROM ranks WHERE NOT complete HAVING count(*) > 0
 UNION ALL SELECT 'schema_version', value FROM meta WHERE key = 'schema_version';

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# The main job end to end: `mpirun -n N htamerge PROGRAM` with htamerge-synth
+# as the training script. Checks the clock recovery on skewed ranks, the
+# straggler, and the failure behaviour (failing child, crashing child,
+# missing program, kill -9 of a rank, no mpirun). Every mpirun is bounded.
+set -u
+H=${HTAMERGE:?}; S=${HTAMERGE_SYNTH:-$(dirname "$H")/htamerge-synth}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_rmaps_base_oversubscribe=1
+# Sanitizer builds: Open MPI's own allocations are not ours to judge.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-}:detect_leaks=0
+T=$(mktemp -d "${HM_TMPDIR:-/tmp}/run.XXXXXX"); trap 'rm -rf "$T"' EXIT
+cd "$T" || exit 1
+fails=0
+fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+sql1() { "$H" sql "$1" "$2" --format csv | tail -n 1; }
+run() { timeout -k 5 "$@"; }
+
+# 1. The issue's acceptance run: 4 ranks, rank 2 straggles 20 ms, ranks 1
+#    and 3 on skewed clocks (+30 ms drifting +50 ppm, and -12 ms).
+A="-o run.db --sync-interval 0.3 $S --steps 8 --straggler 2:20"
+run 120 mpirun -n 1 "$H" $A : -n 1 -x HTAMERGE_CLOCK_SKEW_NS=30000000 -x HTAMERGE_CLOCK_DRIFT_PPM=50 "$H" $A \
+    : -n 1 "$H" $A : -n 1 -x HTAMERGE_CLOCK_SKEW_NS=-12000000 "$H" $A > main.log 2>&1
+rc=$?
+[ $rc = 0 ] || { fail "main run exit $rc"; tail -20 main.log >&2; }
+[ "$(sql1 run.db "SELECT value FROM meta WHERE key = 'run_status'")" = complete ] || fail "run not complete"
+[ "$(sql1 run.db 'SELECT count(*) FROM ranks WHERE complete')" = 4 ] || fail "not 4 complete ranks"
+"$H" report run.db clocks > clocks.txt || fail "report clocks"
+# Offsets are reported at the run's start: the skew plus the drift so far.
+o1=$(sql1 run.db 'SELECT clock_offset_ns FROM ranks WHERE rank = 1')
+o3=$(sql1 run.db 'SELECT clock_offset_ns FROM ranks WHERE rank = 3')
+d1=$(sql1 run.db 'SELECT round(clock_drift_ppm) FROM ranks WHERE rank = 1')
+[ "${o1:-0}" -lt -29900000 ] && [ "${o1:-0}" -gt -30200000 ] || fail "rank 1 offset $o1"
+[ "${o3:-0}" -gt 11950000 ] && [ "${o3:-0}" -lt 12050000 ] || fail "rank 3 offset $o3"
+[ "${d1%.0}" -le -40 ] && [ "${d1%.0}" -ge -60 ] || fail "rank 1 drift $d1 ppm"
+# The real test of alignment: the synth's collectives end at one real
+# instant on every rank, so after alignment their exits must coincide.
+worst=$(sql1 run.db "WITH k AS (SELECT c.rank, c.seq, c.exit_ns FROM collectives c
+    JOIN slices s ON s.id = c.slice JOIN tracks t ON t.id = s.track
+    WHERE t.kind = 'gpu_stream' AND c.seq IS NOT NULL)
+  SELECT max(abs(k.exit_ns - z.exit_ns)) FROM k JOIN k z ON z.seq = k.seq AND z.rank = 0")
+[ -n "$worst" ] && [ "$worst" -lt 50000 ] || fail "collective exits disagree by $worst ns after alignment"
+echo "clock recovery: worst collective exit disagreement $worst ns; offsets $o1 / $o3; drift $d1 ppm"
+[ "$(sql1 run.db 'SELECT rank FROM v_stragglers ORDER BY blame_us DESC LIMIT 1')" = 2 ] || fail "straggler is not rank 2"
+"$H" report run.db temporal --format json > temporal.json || fail "report temporal"
+grep -q '"rank":[[:space:]]*3' temporal.json || fail "temporal lacks rank 3"
+
+# 2. A child that exits non-zero: its data is kept, the job completes, exit != 0.
+run 60 mpirun -n 3 "$H" -o fail.db "$S" --steps 4 --cycle 2 --fail-at 2 > fail.log 2>&1
+rc=$?
+[ $rc != 0 ] || fail "failing child: mpirun exit 0"
+[ "$(sql1 fail.db "SELECT value FROM meta WHERE key = 'run_status'")" = complete ] || fail "failing child: run not complete"
+[ "$(sql1 fail.db 'SELECT count(DISTINCT rank) FROM steps')" = 3 ] || fail "failing child: data lost"
+"$H" report fail.db summary | grep -q "failed_programs: 0:3,1:3,2:3" || fail "summary lacks exit codes"
+
+# 3. A crashing child.
+run 60 mpirun -n 2 "$H" -o crash.db "$S" --steps 8 --cycle 2 --crash-at 4 > crash.log 2>&1
+[ $? != 0 ] || fail "crashing child: exit 0"
+[ "$(sql1 crash.db "SELECT count(*) FROM steps WHERE rank = 1")" = 4 ] || fail "crashing child: completed cycle lost"
+
+# 4. A program that does not exist: a clear error on every rank, no hang.
+run 60 mpirun -n 3 "$H" -o nx.db /nonexistent/program > nx.log 2>&1
+rc=$?
+[ $rc = 127 ] || fail "missing program: exit $rc (124 means it hung)"
+[ "$(grep -c "cannot run '/nonexistent/program'" nx.log)" = 3 ] || fail "missing program: not reported on every rank"
+
+# 5. Without mpirun: one rank.
+run 60 "$H" -o one.db "$S" --steps 3 > one.log 2>&1 || fail "single rank run"
+[ "$(sql1 one.db 'SELECT count(*) FROM ranks')" = 1 ] || fail "single rank: ranks"
+
+# 6. kill -9 of a rank mid-run: the file opens, holds what arrived, says incomplete.
+run 60 mpirun -n 3 "$H" -o kill.db "$S" --steps 200 --cycle 2 > kill.log 2>&1 &
+mp=$!
+for _ in $(seq 1 100); do
+    [ -s kill.db ] && [ "$(sql1 kill.db 'SELECT count(DISTINCT rank) FROM steps' 2>/dev/null)" = 3 ] && break
+    sleep 0.1
+done
+victim=""
+for p in $(pgrep -x htamerge); do
+    tr '\0' '\n' < /proc/$p/environ 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=2 && victim=$p
+done
+[ -n "$victim" ] && kill -9 "$victim" || fail "no rank 2 to kill"
+wait $mp; rc=$?
+# mpirun may return before every rank's process is gone; the report judges
+# a "running" file by whether its merger still exists.
+for _ in $(seq 1 100); do pgrep -x htamerge > /dev/null || break; sleep 0.1; done
+[ $rc != 0 ] && [ $rc != 124 ] || fail "kill -9: mpirun exit $rc (124 means it hung)"
+[ "$(sqlite3 kill.db 'PRAGMA integrity_check')" = ok ] || fail "kill -9: integrity_check"
+[ "$(sql1 kill.db 'SELECT count(*) FROM slices')" -gt 0 ] || fail "kill -9: data lost"
+"$H" report kill.db summary > kill.txt || fail "kill -9: report failed"
+grep -q "run_status: incomplete" kill.txt || { fail "kill -9: report does not say incomplete"; cat kill.txt >&2; }
+
+[ "$fails" = 0 ] && echo ok || { echo "$fails failures" >&2; exit 1; }
