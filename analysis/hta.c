@@ -196,14 +196,25 @@ static int classify(struct hm_batch *b, struct an_ctx *c)
 
 /* ---- step 3: filter ------------------------------------------------------ */
 
+/* Kernel class of a name id, computed once per distinct name. */
+static uint8_t kclass_cached(struct an_ctx *c, const struct hm_batch *b, hm_strid name)
+{
+    if (name < c->nkclass) {
+        if (c->kclass[name] == 0xff)
+            c->kclass[name] = (uint8_t)an_kclass_of(hm_batch_str(b, name));
+        return c->kclass[name];
+    }
+    return (uint8_t)an_kclass_of(hm_batch_str(b, name));
+}
+
 static int push_row(struct an_ctx *c, const struct hm_batch *b, size_t i, int64_t start, int64_t end,
                     int64_t rt_start)
 {
-    return an_push_row(&c->rows.v, &c->rows.n, &c->rows.cap, b, i, start, end, rt_start);
+    return an_push_row(c, &c->rows.v, &c->rows.n, &c->rows.cap, b, i, start, end, rt_start);
 }
 
-int an_push_row(struct an_row **v, size_t *n, size_t *cap, const struct hm_batch *b, size_t i,
-                int64_t start, int64_t end, int64_t rt_start)
+int an_push_row(struct an_ctx *c, struct an_row **v, size_t *n, size_t *cap, const struct hm_batch *b,
+                size_t i, int64_t start, int64_t end, int64_t rt_start)
 {
     const struct hm_slice *s = &b->slices.v[i];
     struct an_row *r;
@@ -221,7 +232,7 @@ int an_push_row(struct an_row **v, size_t *n, size_t *cap, const struct hm_batch
     r->name = s->name;
     r->rt_start = rt_start;
     r->has_rt = rt_start != INT64_MIN;
-    r->kclass = (uint8_t)an_kclass_of(hm_batch_str(b, s->name));
+    r->kclass = kclass_cached(c, b, s->name);
     r->idle_kind = s->cat == HM_CAT_KERNEL || s->cat == HM_CAT_GPU_MEMCPY || s->cat == HM_CAT_GPU_MEMSET;
     return 0;
 }
@@ -334,7 +345,7 @@ static int all_rows(struct hm_batch *b, struct an_ctx *c)
         if (b->slices.v[i].cat == HM_CAT_TRACE || hta_stream(b, &b->slices.v[i]) == -1)
             continue;
         to_units(&b->slices.v[i], c->fractional, &s0, &e0);
-        rc = an_push_row(&c->all.v, &c->all.n, &c->all.cap, b, i, s0, e0, INT64_MIN);
+        rc = an_push_row(c, &c->all.v, &c->all.n, &c->all.cap, b, i, s0, e0, INT64_MIN);
     }
     c->step_start = malloc((b->steps.n ? b->steps.n : 1) * sizeof *c->step_start);
     if (!c->step_start)
@@ -346,34 +357,54 @@ static int all_rows(struct hm_batch *b, struct an_ctx *c)
     return rc;
 }
 
-int an_hta_run(struct hm_batch *b, const struct an_options *opt, struct an_rank_result *out,
-               struct hm_err *err)
+/* Runs the analyses for several option sets; what does not depend on the
+ * options (classification, iterations, unfiltered rows) is done once. */
+int an_hta_run_modes(struct hm_batch *b, const struct an_options *opts, int nopts,
+                     struct an_rank_result *out, struct hm_err *err)
 {
     struct an_ctx c = {0};
-    int rc;
+    int rc, k = 0;
 
-    memset(out, 0, sizeof *out);
-    out->rank = b->info.rank;
+    for (int i = 0; i < nopts; i++) {
+        memset(&out[i], 0, sizeof out[i]);
+        out[i].rank = b->info.rank;
+    }
     c.fractional = (b->info.flags & HM_INFO_F_FRACTIONAL_TS) != 0;
-    rc = classify(b, &c);
+    c.nkclass = hm_strtab_count(b->strings);
+    c.kclass = malloc(c.nkclass ? c.nkclass : 1);
+    rc = c.kclass ? 0 : HM_ENOMEM;
+    if (rc == 0) {
+        memset(c.kclass, 0xff, c.nkclass);
+        rc = classify(b, &c);
+    }
     if (rc == 0)
         rc = assign_iterations(b, &c);
     if (rc == 0)
-        rc = filter_rows(b, opt, &c);
-    if (rc == 0)
         rc = all_rows(b, &c);
-    if (rc == 0)
-        rc = an_metrics(&c, b, out);
+    for (; k < nopts && rc == 0; k++) {
+        c.rows.n = 0;
+        rc = filter_rows(b, &opts[k], &c);
+        if (rc == 0)
+            rc = an_metrics(&c, b, &out[k]);
+    }
+    free(c.kclass);
     free(c.is_gpu);
     free(c.cpu_corr);
     free(c.step_start);
     HM_VEC_FREE(c.rows);
     HM_VEC_FREE(c.all);
     if (rc != 0) {
-        an_rank_result_clear(out);
+        for (int i = 0; i < nopts; i++)
+            an_rank_result_clear(&out[i]);
         return hm_err_set(err, rc, NULL, -1, "analysis of rank %d: %s", b->info.rank, hm_err_name(rc));
     }
     return 0;
+}
+
+int an_hta_run(struct hm_batch *b, const struct an_options *opt, struct an_rank_result *out,
+               struct hm_err *err)
+{
+    return an_hta_run_modes(b, opt, 1, out, err);
 }
 
 void an_rank_result_clear(struct an_rank_result *r)

@@ -85,6 +85,11 @@ struct an_rank_result {
 int an_hta_run(struct hm_batch *b, const struct an_options *opt,
                struct an_rank_result *out, struct hm_err *err);
 
+/* The same for nopts option sets at once (out has nopts entries), sharing
+ * the work that does not depend on the options. */
+int an_hta_run_modes(struct hm_batch *b, const struct an_options *opts, int nopts,
+                     struct an_rank_result *out, struct hm_err *err);
+
 /* Frees what an_hta_run allocated inside r (not r itself). */
 void an_rank_result_clear(struct an_rank_result *r);
 

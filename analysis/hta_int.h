@@ -42,14 +42,17 @@ struct an_ctx {
     HM_VEC(struct an_row) rows; /* owned; kept rows */
     HM_VEC(struct an_row) all;  /* owned; every row with a stream, unfiltered */
     int64_t *step_start;        /* owned; per batch step, start in units */
+    uint8_t *kclass;            /* owned; per name id, 0xff = not computed yet */
+    uint32_t nkclass;
 };
 
 /* Fills the metrics of r from the rows in c (hta_metrics.c). */
 int an_metrics(struct an_ctx *c, const struct hm_batch *b, struct an_rank_result *r);
 
 double an_round(double x, int decimals);
-int an_push_row(struct an_row **v, size_t *n, size_t *cap, const struct hm_batch *b, size_t i,
-                int64_t start, int64_t end, int64_t rt_start);
+struct an_ctx;
+int an_push_row(struct an_ctx *c, struct an_row **v, size_t *n, size_t *cap, const struct hm_batch *b,
+                size_t i, int64_t start, int64_t end, int64_t rt_start);
 int64_t an_corr_pos(const struct an_corr *v, size_t n, int64_t corr);
 
 /* Merges rows into disjoint intervals exactly as HTA does (a new interval

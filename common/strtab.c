@@ -23,8 +23,9 @@ struct entry {
 struct hm_strtab {
     struct entry *ents; /* owned; indexed by id */
     uint32_t n, cap;
-    uint32_t *slots;    /* owned; id+1, 0 = empty */
+    uint32_t *slots;    /* owned; id+1, 0 = empty; only interned ids */
     uint32_t nslots;    /* power of two */
+    uint32_t nhashed;   /* ids in slots (interned, not appended) */
     struct chunk *chunks; /* owned list, newest first */
     size_t bytes;
 };
@@ -120,16 +121,42 @@ static int grow_slots(struct hm_strtab *t)
     slots = calloc(ns, sizeof *slots);
     if (!slots)
         return -1;
-    for (uint32_t id = 1; id < t->n; id++) {
-        uint32_t i = t->ents[id].hash & (ns - 1);
+    /* From the old slots, not from the ids: appended ids are not hashed. */
+    for (uint32_t k = 0; k < t->nslots; k++) {
+        uint32_t id1 = t->slots[k];
+        if (!id1)
+            continue;
+        uint32_t i = t->ents[id1 - 1].hash & (ns - 1);
         while (slots[i])
             i = (i + 1) & (ns - 1);
-        slots[i] = id + 1;
+        slots[i] = id1;
     }
     free(t->slots);
     t->slots = slots;
     t->nslots = ns;
     return 0;
+}
+
+/* Copies s in as the next id; UINT32_MAX when out of memory. */
+static hm_strid add_entry(struct hm_strtab *t, const char *s, size_t len, uint32_t h)
+{
+    hm_strid id;
+
+    if (t->n == t->cap) {
+        struct entry *ne = realloc(t->ents, (size_t)t->cap * 2 * sizeof *ne);
+        if (!ne)
+            return UINT32_MAX;
+        t->ents = ne;
+        t->cap *= 2;
+    }
+    id = t->n;
+    t->ents[id].s = store(t, s, len);
+    if (!t->ents[id].s)
+        return UINT32_MAX;
+    t->ents[id].len = (uint32_t)len;
+    t->ents[id].hash = h;
+    t->n++;
+    return id;
 }
 
 hm_strid hm_strtab_intern(struct hm_strtab *t, const char *s, size_t len)
@@ -150,28 +177,27 @@ hm_strid hm_strtab_intern(struct hm_strtab *t, const char *s, size_t len)
         return UINT32_MAX;
     /* Grow before inserting, so that a failed growth fails this call
      * cleanly and the probe loops always find an empty slot. */
-    if ((uint64_t)(t->n + 1) * 2 > t->nslots) {
+    if ((uint64_t)(t->nhashed + 1) * 2 > t->nslots) {
         if (grow_slots(t) != 0)
             return UINT32_MAX;
         for (i = h & (t->nslots - 1); t->slots[i]; i = (i + 1) & (t->nslots - 1))
             ;
     }
-    if (t->n == t->cap) {
-        struct entry *ne = realloc(t->ents, (size_t)t->cap * 2 * sizeof *ne);
-        if (!ne)
-            return UINT32_MAX;
-        t->ents = ne;
-        t->cap *= 2;
-    }
-    id = t->n;
-    t->ents[id].s = store(t, s, len);
-    if (!t->ents[id].s)
+    id = add_entry(t, s, len, h);
+    if (id == UINT32_MAX)
         return UINT32_MAX;
-    t->ents[id].len = (uint32_t)len;
-    t->ents[id].hash = h;
     t->slots[i] = id + 1;
-    t->n++;
+    t->nhashed++;
     return id;
+}
+
+hm_strid hm_strtab_append(struct hm_strtab *t, const char *s, size_t len)
+{
+    if (len == 0)
+        return 0;
+    if (len > UINT32_MAX - 1 || t->n == UINT32_MAX - 1)
+        return UINT32_MAX;
+    return add_entry(t, s, len, 0);
 }
 
 hm_strid hm_strtab_intern_cstr(struct hm_strtab *t, const char *s)

@@ -1,7 +1,9 @@
 /* String interning: each distinct byte string gets a small integer id.
  * Id 0 is always the empty string and means "absent". Ids are dense and
  * stable for the table's lifetime; they are local to one table (a batch
- * carries its own table over the wire). Not thread-safe. */
+ * carries its own table over the wire). Strings stored with
+ * hm_strtab_append are the exception to "distinct": they get ids of their
+ * own, so two ids may hold the same text. Not thread-safe. */
 #ifndef HM_STRTAB_H
 #define HM_STRTAB_H
 
@@ -20,6 +22,15 @@ void hm_strtab_free(struct hm_strtab *t);
  * string is id 0. Returns UINT32_MAX when out of memory. */
 hm_strid hm_strtab_intern(struct hm_strtab *t, const char *s, size_t len);
 hm_strid hm_strtab_intern_cstr(struct hm_strtab *t, const char *s);
+
+/* Appending. Stores s[0..len) under a new id without looking it up or
+ * entering it in the hash: no hashing or probing, for text that is almost
+ * always unique (a slice's args JSON). The same text may therefore have
+ * several ids: appending it twice gives two ids, and a later intern of it
+ * does not find an appended copy (it returns an interned id, or a new
+ * one). Compare appended strings by text, not by id. The empty string is
+ * id 0; UINT32_MAX when out of memory. */
+hm_strid hm_strtab_append(struct hm_strtab *t, const char *s, size_t len);
 
 /* Lookup. Returns a NUL-terminated string valid until the table is freed
  * (interning more strings never moves earlier ones); *len may be NULL.

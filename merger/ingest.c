@@ -58,11 +58,8 @@ static void parse_one(struct pool *p, size_t i)
     hm_err_clear(&s->err);
     s->rc = src_kineto_read(p->files[i], &ko, &s->batch, &s->err);
     if (s->rc == 0) {
-        /* all_steps first: an_hta_run stamps iterations on the slices and
-         * the stored ones must be those of the default (HTA) mode. */
-        s->rc = an_hta_run(s->batch, &all, &s->res[1], &s->err);
-        if (s->rc == 0)
-            s->rc = an_hta_run(s->batch, &hta, &s->res[0], &s->err);
+        struct an_options modes[2] = {hta, all};
+        s->rc = an_hta_run_modes(s->batch, modes, 2, s->res, &s->err);
         if (s->rc != 0 && !s->err.file[0])
             snprintf(s->err.file, sizeof s->err.file, "%s", p->files[i]);
     }
@@ -94,7 +91,9 @@ static int default_jobs(void)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     /* The writer thread is busy too: leave it one core. */
-    return n > 2 ? (int)n - 1 : 1;
+    /* The writer is the bottleneck beyond a few parsers, and each parser in
+     * flight holds a decompressed file: more would only cost memory. */
+    return n > 4 ? 3 : n > 2 ? (int)n - 1 : 1;
 }
 
 /* Rank bookkeeping for duplicate detection: rank -> file index + 1. */

@@ -290,26 +290,26 @@ static int apply_clocks(struct mrg_live *m, struct hm_err *err)
 /* HTA analyses per rank on what was written. */
 static int analyse(struct mrg_live *m, struct hm_err *err)
 {
-    static const char *const modes[2] = {"hta", "all_steps"};
+    struct an_options modes[2] = {{.all_steps = 0}, {.all_steps = 1}};
     for (int r = 0; r < m->size; r++) {
-        for (int k = 0; k < 2; k++) {
-            struct an_options o = {.all_steps = k};
-            struct an_rank_result res;
-            struct hm_batch *b = NULL;
-            int rc = mrg_writer_load_rank(m->w, r, &b, err);
-            if (rc == HM_EEMPTY)
-                break;
-            if (rc == 0)
-                rc = an_hta_run(b, &o, &res, err);
-            hm_batch_free(b);
-            if (rc == 0) {
-                res.rank = r;
-                rc = mrg_writer_add_analysis(m->w, &res, modes[k], err);
-                an_rank_result_clear(&res);
-            }
-            if (rc)
-                return rc;
-        }
+        struct an_rank_result res[2];
+        struct hm_batch *b = NULL;
+        int rc = mrg_writer_load_rank(m->w, r, &b, err);
+        if (rc == HM_EEMPTY)
+            continue;
+        if (rc == 0)
+            rc = an_hta_run_modes(b, modes, 2, res, err);
+        hm_batch_free(b);
+        if (rc)
+            return rc;
+        res[0].rank = res[1].rank = r;
+        rc = mrg_writer_add_analysis(m->w, &res[0], "hta", err);
+        if (rc == 0)
+            rc = mrg_writer_add_analysis(m->w, &res[1], "all_steps", err);
+        an_rank_result_clear(&res[0]);
+        an_rank_result_clear(&res[1]);
+        if (rc)
+            return rc;
     }
     return 0;
 }
