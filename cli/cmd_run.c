@@ -16,6 +16,7 @@
 #include "collector/rank.h"
 #include "collector/transport.h"
 #include "common/clockhook.h"
+#include "common/shm_ring.h"
 #include "merger/live.h"
 
 static const char run_help[] =
@@ -174,12 +175,15 @@ static int turn(struct loop *L, struct hm_err *err)
 static int start_rank(struct loop *L, const struct run_opts *o, const struct run_plan *plan, int size,
                       MPI_Comm node, const struct hm_clockhook *hook, char *trace_dir, size_t len)
 {
-    char host[256] = "";
+    char host[256] = "", ring[256];
+    const char *jobid = strrchr(plan->trace_root, '/');
     struct col_rank_opts co = {.argv = o->argv, .rank = L->rank, .size = size,
                                .master_addr = plan->master_addr, .master_port = plan->master_port,
                                .run_start_ns = plan->run_start_ns, .hook = hook, .hostname = host};
 
     gethostname(host, sizeof host - 1);
+    if (hm_ring_format_name(ring, sizeof ring, jobid ? jobid + 1 : "job", L->rank) == 0)
+        co.ring_name = ring;
     struct hm_err err;
     char line[1400];
 

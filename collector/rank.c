@@ -24,6 +24,7 @@
 #include "collector/sources/kineto_json/kineto_json.h"
 #include "common/clockhook.h"
 #include "launcher_env.h"
+#include "ring_source.h"
 #include "trace_watch.h"
 
 enum { KILL_AFTER_MS = 10000, MAX_READY = 4 };
@@ -34,6 +35,7 @@ struct col_rank {
     struct hm_clockhook hook;
     struct col_child *child;     /* owned */
     struct col_watch *watch;     /* owned */
+    struct col_ring *ring;       /* owned; NULL without live capture */
     char **envp;                 /* owned */
     int sigfd;
     int exited, exit_code, scanned;
@@ -134,10 +136,38 @@ static void drain_watch(struct col_rank *c)
     }
 }
 
+/* Live records: ring times are already Unix ns on this rank's (hooked)
+ * clock, so no clock hook here. At the end it drains until empty. */
+static void drain_ring(struct col_rank *c, int final)
+{
+    struct hm_err err;
+    struct hm_batch *b;
+
+    if (!c->ring)
+        return;
+    hm_err_clear(&err);
+    while ((b = col_ring_drain(c->ring, final, &err))) {
+        b->info.rank_source = hm_batch_intern(b, "mpi", 3);
+        b->info.hostname = hm_batch_intern(b, c->hostname, strlen(c->hostname));
+        pthread_mutex_lock(&c->mu);
+        struct hm_batch **slot = HM_VEC_PUSH(c->out);
+        if (slot)
+            *slot = b;
+        else
+            hm_batch_free(b);
+        pthread_mutex_unlock(&c->mu);
+        if (!final)
+            break;
+    }
+}
+
 struct col_rank *col_rank_start(const struct col_rank_opts *o, struct hm_err *err)
 {
     struct col_rank *c = calloc(1, sizeof *c);
     struct col_env_in in;
+    char ringvar[300];
+    char *extra[2] = {ringvar, NULL};
+    const char *trace_dir;
 
     if (!c) {
         hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
@@ -155,9 +185,6 @@ struct col_rank *col_rank_start(const struct col_rank_opts *o, struct hm_err *er
         hm_err_set(err, HM_EIO, o->trace_dir, -1, "cannot create the trace folder: %s", strerror(errno));
         goto fail;
     }
-    c->watch = col_watch_new(o->trace_dir, err);
-    if (!c->watch)
-        goto fail;
     col_env_in_init(&in);
     in.rank = o->rank;
     in.world_size = o->size;
@@ -167,8 +194,35 @@ struct col_rank *col_rank_start(const struct col_rank_opts *o, struct hm_err *er
     in.master_port = o->master_port;
     in.trace_dir = o->trace_dir;
     in.run_start_ns = o->run_start_ns;
+    if (o->ring_name) {
+        struct hm_err rerr;
+        hm_err_clear(&rerr);
+        c->ring = col_ring_new(o->ring_name, 0, o->rank, &rerr);
+        if (c->ring) {
+            snprintf(ringvar, sizeof ringvar, "HTAMERGE_RING=%s", o->ring_name);
+            in.extra = extra;
+        } else {
+            char line[1400];
+            fprintf(stderr, "htamerge: rank %d: no live capture ring: %s\n", o->rank,
+                    hm_err_line(&rerr, line, sizeof line));
+        }
+    }
     if (col_env_build(&in, &c->envp, err) != 0)
         goto fail;
+    /* The user's HTAMERGE_TRACE_DIR wins over ours: watch the one the child
+     * gets, and ignore what an earlier run left in it. */
+    trace_dir = col_env_get(c->envp, "HTAMERGE_TRACE_DIR");
+    if (!trace_dir)
+        trace_dir = o->trace_dir;
+    if (strcmp(trace_dir, o->trace_dir) != 0 && mkdir(trace_dir, 0700) != 0 && errno != EEXIST) {
+        hm_err_set(err, HM_EIO, trace_dir, -1, "cannot create the trace folder: %s", strerror(errno));
+        goto fail;
+    }
+    c->watch = col_watch_new(trace_dir, err);
+    if (!c->watch)
+        goto fail;
+    if (strcmp(trace_dir, o->trace_dir) != 0)
+        col_watch_skip_existing(c->watch);
     c->sigfd = col_signals_install();
     if (pthread_create(&c->thread, NULL, parser_main, c) != 0) {
         hm_err_set(err, HM_ENOMEM, NULL, -1, "cannot start the parser thread");
@@ -190,7 +244,9 @@ static void handle_signal(struct col_rank *c, int sig)
     if (c->exited)
         return;
     col_child_signal(c->child, sig);
-    if (!c->signalled_at)
+    /* USR1/USR2 (e.g. Slurm's time-limit warning) are only passed on; the
+     * stopping signals arm the SIGKILL timer. */
+    if (!c->signalled_at && sig != SIGUSR1 && sig != SIGUSR2)
         c->signalled_at = mono_ms();
 }
 
@@ -210,7 +266,10 @@ int col_rank_poll(struct col_rank *c, int timeout_ms)
     if (!c->exited && col_child_reap(c->child, &status) == 1) {
         c->exited = 1;
         c->exit_code = col_child_exit_code(status);
+        if (c->ring)
+            col_ring_abandon(c->ring);
     }
+    drain_ring(c, c->exited);
     if (c->exited && !c->scanned) {
         /* Files closed just before the exit, or missed by an overflow. */
         col_watch_scan(c->watch);
@@ -280,6 +339,7 @@ void col_rank_free(struct col_rank *c)
     HM_VEC_FREE(c->out);
     col_child_free(c->child);
     col_watch_free(c->watch);
+    col_ring_free(c->ring);
     col_env_free(c->envp);
     pthread_mutex_destroy(&c->mu);
     pthread_cond_destroy(&c->cv);

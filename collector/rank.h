@@ -22,6 +22,7 @@ struct col_rank_opts {
     int64_t run_start_ns;      /* HTAMERGE_RUN_START_NS for the child */
     const struct hm_clockhook *hook; /* this rank's clock (test hook); copied */
     const char *hostname;      /* stored with the rank's batches */
+    const char *ring_name;     /* shared-memory ring for live capture; NULL: none */
 };
 
 /* Starts the child and the watcher. Fails (with a message naming PROGRAM)

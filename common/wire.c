@@ -25,8 +25,10 @@
  *   hl+P  4     CRC32 (zlib) of bytes [0, hl+P): header and payload, u32
  *
  *   id  section      body (n records; every section may be absent = empty)
- *   1   STRINGS      uv n | n x (uv len>0, len bytes): ids 1..n in order, no
- *                    duplicates (a reader re-interns them and gets the same ids)
+ *   1   STRINGS      uv n | n x (uv len>0, len bytes): ids 1..n in order; a
+ *                    text may repeat (strings appended without dedup, e.g.
+ *                    args JSON): a reader interns each, and appends a repeat
+ *                    under its own id, so ids match the writer's
  *   2   INFO         sv world_size | sv base_time_ns | sv pid | id rank_source,
  *                    backend, hostname, source_file, pg_config, device_props,
  *                    nccl_version, trace_meta | uv flags | uv source_bytes |
@@ -623,12 +625,12 @@ static int dec_strings(struct rd *r, struct dec *d)
             break;
         }
         id = hm_strtab_intern(d->b->strings, (const char *)r->p, (size_t)len);
+        /* A repeat (the writer's table held an appended copy): a new id of
+         * its own, so that ids match the writer's. */
+        if (id != UINT32_MAX && id != i + 1)
+            id = hm_strtab_append(d->b->strings, (const char *)r->p, (size_t)len);
         if (id == UINT32_MAX)
             return HM_ENOMEM;
-        if (id != i + 1) {
-            rd_fail(r, at, "string repeats an earlier one (ids would not match)");
-            break;
-        }
         r->p += len;
     }
     d->nstr = hm_strtab_count(d->b->strings);

@@ -90,4 +90,28 @@ for _ in $(seq 1 100); do pgrep -x htamerge > /dev/null || break; sleep 0.1; don
 "$H" report kill.db summary > kill.txt || fail "kill -9: report failed"
 grep -q "run_status: incomplete" kill.txt || { fail "kill -9: report does not say incomplete"; cat kill.txt >&2; }
 
+# 7. Live capture through the shared-memory ring (the test producer stands in
+#    for the injection library): every record arrives, on every rank.
+R=$(dirname "$H")/ring_producer
+run 60 mpirun -n 2 "$H" -o ring.db "$R" --records 20000 --threads 4 > ring.log 2>&1 || fail "ring run"
+[ "$(sql1 ring.db "SELECT group_concat(n, ' ') FROM (SELECT count(*) AS n FROM slices s JOIN tracks t ON t.id = s.track GROUP BY t.rank)")" = "20000 20000" ] \
+    || fail "ring records lost"
+
+# 8. A stop signal (what mpirun or srun sends on Ctrl-C): the child is
+#    stopped cleanly, the file says incomplete, the data is kept. (SIGINT
+#    itself is ignored by background jobs of a script, hence TERM here.)
+"$H" -o int.db "$S" --steps 400 --cycle 2 > int.log 2>&1 &
+hp=$!
+( sleep 60; kill -9 $hp 2>/dev/null ) & watchdog=$!
+for _ in $(seq 1 100); do
+    [ -s int.db ] && [ "$(sql1 int.db 'SELECT count(*) FROM steps' 2>/dev/null)" -gt 0 ] 2>/dev/null && break
+    sleep 0.1
+done
+kill -TERM $hp; wait $hp; rc=$?
+kill $watchdog 2>/dev/null
+[ $rc = 143 ] || fail "Ctrl-C: exit $rc, expected 143"
+pgrep -x htamerge-synth > /dev/null && fail "Ctrl-C: the child is still running"
+"$H" report int.db summary | grep -q "run_status: incomplete" || fail "Ctrl-C: not marked incomplete"
+[ "$(sql1 int.db 'SELECT count(*) FROM steps')" -gt 0 ] || fail "Ctrl-C: data lost"
+
 [ "$fails" = 0 ] && echo ok || { echo "$fails failures" >&2; exit 1; }

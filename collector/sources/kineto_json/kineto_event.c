@@ -118,19 +118,45 @@ void kj_builder_fini(struct kj_builder *k)
     k->scratch = NULL;
 }
 
-hm_strid kj_builder_intern_json(struct kj_builder *k, const char *raw, size_t n)
+/* The compact form of raw JSON text in k->scratch; its length, or
+ * SIZE_MAX when out of memory. */
+static size_t minify_json(struct kj_builder *k, const char *raw, size_t n)
 {
-    if (n == 0)
-        return 0;
     if (n > k->scratch_cap) {
         size_t cap = n < 4096 ? 4096 : n;
         char *p = realloc(k->scratch, cap);
         if (!p)
-            return UINT32_MAX;
+            return SIZE_MAX;
         k->scratch = p;
         k->scratch_cap = cap;
     }
-    return hm_batch_intern(k->b, k->scratch, kj_minify(raw, n, k->scratch));
+    return kj_minify(raw, n, k->scratch);
+}
+
+hm_strid kj_builder_intern_json(struct kj_builder *k, const char *raw, size_t n)
+{
+    size_t m;
+
+    if (n == 0)
+        return 0;
+    if ((m = minify_json(k, raw, n)) == SIZE_MAX)
+        return UINT32_MAX;
+    return hm_batch_intern(k->b, k->scratch, m);
+}
+
+/* A slice's args: compacted and appended, not interned. They are nearly
+ * all unique (the External id and correlation differ), so hashing them
+ * and probing the table would be spent for nothing; equal args text may
+ * have several ids. */
+static hm_strid append_args(struct kj_builder *k, const char *raw, size_t n)
+{
+    size_t m;
+
+    if (n == 0)
+        return 0;
+    if ((m = minify_json(k, raw, n)) == SIZE_MAX)
+        return UINT32_MAX;
+    return hm_strtab_append(k->b->strings, k->scratch, m);
 }
 
 /* A token as text: strings unescaped, numbers and literals as written,
@@ -334,7 +360,7 @@ static int on_complete(struct kj_builder *k, const struct kj_event *ev)
     s.cat_name = intern_cached(k, cat->p, cat->n);
     s.name = name ? intern_cached(k, name->p, name->n) : 0;
     if (k->keep_args && ev->args.type == KJ_OBJ)
-        s.args = kj_builder_intern_json(k, ev->args.p, ev->args.n);
+        s.args = append_args(k, ev->args.p, ev->args.n);
     if (track < 0 || s.cat_name == UINT32_MAX || s.name == UINT32_MAX || s.args == UINT32_MAX ||
         k->b->slices.n >= UINT32_MAX - 1)
         return HM_ENOMEM;

@@ -204,3 +204,9 @@ fail:
     hm_batch_free(b);
     return rc;
 }
+
+void src_kineto_release_thread_cache(void)
+{
+    kj_load_release_thread();
+    kj_parse_release_thread();
+}

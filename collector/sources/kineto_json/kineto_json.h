@@ -32,6 +32,14 @@ struct src_kineto_opts {
 int src_kineto_read(const char *path, const struct src_kineto_opts *opts,
                     struct hm_batch **out, struct hm_err *err);
 
+/* Each thread that reads keeps its scratch (the decompressed JSON buffer,
+ * simdjson's index, the decompressor: about one decompressed file's worth,
+ * none kept above 1 GiB) for its next read, so that a worker reading file
+ * after file does not fault fresh memory in for every one. It is freed
+ * when the thread exits; this frees the calling thread's now (e.g. when a
+ * long-lived thread is done reading). Safe to call at any time. */
+void src_kineto_release_thread_cache(void);
+
 /* Rank from a file name: "rank-3", "rank3", "rank_3" (any case) in the
  * base name gives 3; -1 if none. */
 int src_kineto_rank_from_name(const char *path);

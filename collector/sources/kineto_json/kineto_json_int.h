@@ -30,15 +30,29 @@ extern "C" {
 /* ---- Loading (gz_load.c) ---- */
 
 struct kj_buf {
-    char *data;   /* owned; len bytes of JSON followed by KJ_PADDING zero bytes */
+    char *data;   /* owned; len bytes of JSON followed by KJ_PADDING zero bytes;
+                     read-only when mapped */
     size_t len;
+    size_t cap;       /* bytes allocated at data (0 when mapped) */
+    size_t map_len;   /* bytes mapped at data (a plain file mapped whole), else 0 */
 };
+
+/* Scratch larger than this (buffer bytes, or JSON bytes simdjson indexed)
+ * is freed after a read rather than kept for the thread's next one. */
+#define KJ_KEEP_MAX ((size_t)1 << 30)
 
 /* Reads path whole into out, inflating it when it starts with the gzip magic.
  * Returns 0, or HM_EIO / HM_EFORMAT / HM_ENOMEM with err filled (gzip errors
- * carry the compressed byte offset). */
+ * carry the compressed byte offset). The buffer comes from, and
+ * kj_buf_free gives it back to, the calling thread's cache. */
 int kj_load(const char *path, struct kj_buf *out, struct hm_err *err);
 void kj_buf_free(struct kj_buf *b);
+
+/* Frees the calling thread's cached buffer and decompressor (gz_load.c),
+ * and its cached simdjson parser (kineto_parse.cpp). Both also happen by
+ * themselves when the thread exits. */
+void kj_load_release_thread(void);
+void kj_parse_release_thread(void);
 
 /* ---- Tokens handed from the walker to the sink ---- */
 

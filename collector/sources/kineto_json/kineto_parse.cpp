@@ -390,19 +390,94 @@ int walker::failed(error_code e)
     return HM_EFORMAT;
 }
 
+/* The thread's parser, kept from one document to the next: its index
+ * (about 4 bytes per byte of JSON, touched as used) would otherwise be
+ * mapped and faulted in afresh for every file. Freed at thread exit, by
+ * kj_parse_release_thread, or after a document above KJ_KEEP_MAX. */
+struct parser_cache {
+    ondemand::parser *p = nullptr;
+    bool busy = false;   /* in use by a kj_parse on this thread */
+    ~parser_cache() { delete p; }
+};
+
+thread_local parser_cache tl_parser;
+
+/* Takes the thread's parser for one walk (or a parser of its own when a
+ * walk on this thread is already using it) and gives it back after. */
+class parser_lease {
+    parser_cache *pc = nullptr;
+    ondemand::parser *own = nullptr;
+
+public:
+    ondemand::parser *p = nullptr;
+
+    parser_lease()
+    {
+        parser_cache &c = tl_parser;
+        if (!c.busy) {
+            if (!c.p)
+                c.p = new ondemand::parser();
+            c.busy = true;
+            pc = &c;
+            p = c.p;
+        } else {
+            p = own = new ondemand::parser();
+        }
+    }
+    ~parser_lease()
+    {
+        delete own;
+        if (pc) {
+            pc->busy = false;
+            if (pc->p->capacity() > KJ_KEEP_MAX) {
+                delete pc->p;
+                pc->p = nullptr;
+            }
+        }
+    }
+    parser_lease(const parser_lease &) = delete;
+    parser_lease &operator=(const parser_lease &) = delete;
+};
+
+int walk_doc(ondemand::parser &parser, const char *buf, size_t len, const kj_sink *sink,
+             kj_fail *fail)
+{
+    walker w;
+    error_code e;
+
+    w.buf = buf;
+    w.len = len;
+    w.sink = sink;
+    w.fail = fail;
+    e = parser.iterate(buf, len, len + KJ_PADDING).get(w.doc);
+    if (!e) {
+        w.walking = true;
+        e = w.top();
+    }
+    if (w.sink_rc)
+        return w.sink_rc;
+    if (e)
+        return w.failed(e);
+    if (sink->progress)
+        sink->progress(sink->ctx, len);
+    return 0;
+}
+
 }  // namespace
+
+extern "C" void kj_parse_release_thread(void)
+{
+    parser_cache &c = tl_parser;
+
+    if (!c.busy) {
+        delete c.p;
+        c.p = nullptr;
+    }
+}
 
 extern "C" int kj_parse(const char *buf, size_t len, const kj_sink *sink, kj_fail *fail)
 {
     try {
-        ondemand::parser parser;
-        walker w;
-        error_code e;
-
-        w.buf = buf;
-        w.len = len;
-        w.sink = sink;
-        w.fail = fail;
         fail->offset = -1;
         fail->msg = nullptr;
         fail->detail = nullptr;
@@ -410,18 +485,8 @@ extern "C" int kj_parse(const char *buf, size_t len, const kj_sink *sink, kj_fai
             fail->msg = "JSON text larger than 4 GiB is not supported";
             return HM_EFORMAT;
         }
-        e = parser.iterate(buf, len, len + KJ_PADDING).get(w.doc);
-        if (!e) {
-            w.walking = true;
-            e = w.top();
-        }
-        if (w.sink_rc)
-            return w.sink_rc;
-        if (e)
-            return w.failed(e);
-        if (sink->progress)
-            sink->progress(sink->ctx, len);
-        return 0;
+        parser_lease lease;
+        return walk_doc(*lease.p, buf, len, sink, fail);
     } catch (const std::bad_alloc &) {
         fail->msg = "out of memory parsing JSON";
         return HM_ENOMEM;

@@ -1,5 +1,6 @@
 /* Tests for common/strtab.c: ids, deduplication, pointer stability while
- * the table grows, and byte strings that differ only after a NUL. */
+ * the table grows, byte strings that differ only after a NUL, and strings
+ * appended without dedup mixed with interned ones. */
 #include "test.h"
 
 #include "common/strtab.h"
@@ -132,10 +133,62 @@ static void test_growth(void)
     hm_strtab_free(t);
 }
 
+/* Appended strings get fresh ids, stay out of the hash (interning the same
+ * text finds or makes an interned id, never an appended one), and mixing
+ * many appends with interns keeps every interned string findable while the
+ * hash grows. */
+static void test_append(void)
+{
+    enum { N = 50000 };
+    struct hm_strtab *t = hm_strtab_new();
+    hm_strid *interned = calloc(N, sizeof *interned), *appended = calloc(N, sizeof *appended);
+    char buf[64];
+    size_t len;
+    int bad = 0;
+
+    CHECK_EQ_INT(hm_strtab_append(t, "", 0), 0);
+    CHECK_EQ_INT(hm_strtab_append(t, "x", 0), 0);
+    CHECK_EQ_INT(hm_strtab_append(t, "{\"a\":1}", 7), 1);
+    CHECK_EQ_INT(hm_strtab_append(t, "{\"a\":1}", 7), 2);   /* a repeat: an id of its own */
+    CHECK_EQ_INT(hm_strtab_intern(t, "{\"a\":1}", 7), 3);   /* not found: appended ids are not hashed */
+    CHECK_EQ_INT(hm_strtab_intern(t, "{\"a\":1}", 7), 3);
+    CHECK_EQ_INT(hm_strtab_append(t, "{\"a\":1}", 7), 4);
+    CHECK_EQ_INT(hm_strtab_intern(t, "{\"a\":1}", 7), 3);
+    CHECK_STR(hm_strtab_get(t, 2, &len), "{\"a\":1}");
+    CHECK_EQ_INT(len, 7);
+    CHECK_EQ_INT(hm_strtab_count(t), 5);
+
+    for (uint32_t i = 0; i < N; i++) {
+        int n = snprintf(buf, sizeof buf, "name_%u", i % 1000);
+        interned[i] = hm_strtab_intern(t, buf, (size_t)n);
+        n = snprintf(buf, sizeof buf, "{\"External id\":%u}", i);
+        appended[i] = hm_strtab_append(t, buf, (size_t)n);
+        if (appended[i] != hm_strtab_count(t) - 1)
+            bad++;
+    }
+    CHECK_EQ_INT(bad, 0);
+    CHECK_EQ_INT(hm_strtab_count(t), 5 + 1000 + N);
+    for (uint32_t i = 0; i < N; i++) {
+        int n = snprintf(buf, sizeof buf, "name_%u", i % 1000);
+        if (hm_strtab_intern(t, buf, (size_t)n) != interned[i] || interned[i] != interned[i % 1000])
+            bad++;
+        n = snprintf(buf, sizeof buf, "{\"External id\":%u}", i);
+        const char *s = hm_strtab_get(t, appended[i], &len);
+        if (len != (size_t)n || strcmp(s, buf) != 0)
+            bad++;
+    }
+    CHECK_EQ_INT(bad, 0);
+    CHECK_EQ_INT(hm_strtab_count(t), 5 + 1000 + N);
+    free(interned);
+    free(appended);
+    hm_strtab_free(t);
+}
+
 int main(void)
 {
     test_basics();
     test_binary();
     test_growth();
+    test_append();
     return hm_test_done();
 }

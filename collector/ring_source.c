@@ -1,0 +1,323 @@
+/* Ring records -> batch records. One batch is built at a time; a string
+ * table keyed by ring id keeps the texts for the whole run. */
+#include "ring_source.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/shm_ring.h"
+
+enum { BATCH_RECORDS = 50000, FLUSH_MS = 200 };
+
+struct idmap {                 /* ring string id -> id in names */
+    uint32_t *keys, *vals;     /* owned; key 0 = empty */
+    uint32_t cap, n;
+};
+
+struct col_ring {
+    struct hm_ring *ring;      /* owned */
+    int rank;
+    struct hm_strtab *names;   /* owned: texts by ring id, for the whole run */
+    struct idmap map;
+    struct hm_batch *b;        /* owned, being built; NULL when empty */
+    hm_strid *bmap;            /* owned: names id -> b's id, 0 = not yet */
+    uint32_t bmap_cap;
+    int64_t started_ms;
+    uint64_t reported_dropped, reported_lost;
+};
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static uint32_t *idmap_slot(struct idmap *m, uint32_t key)
+{
+    uint32_t i = (key * 2654435761u) & (m->cap - 1);
+    while (m->keys[i] && m->keys[i] != key)
+        i = (i + 1) & (m->cap - 1);
+    return &m->keys[i];
+}
+
+static int idmap_put(struct idmap *m, uint32_t key, uint32_t val)
+{
+    if ((m->n + 1) * 2 > m->cap) {
+        struct idmap g = {calloc(m->cap * 2, 4), calloc(m->cap * 2, 4), m->cap * 2, 0};
+        if (!g.keys || !g.vals) {
+            free(g.keys);
+            free(g.vals);
+            return HM_ENOMEM;
+        }
+        for (uint32_t i = 0; i < m->cap; i++)
+            if (m->keys[i]) {
+                uint32_t *k = idmap_slot(&g, m->keys[i]);
+                *k = m->keys[i];
+                g.vals[k - g.keys] = m->vals[i];
+                g.n++;
+            }
+        free(m->keys);
+        free(m->vals);
+        *m = g;
+    }
+    uint32_t *k = idmap_slot(m, key);
+    if (!*k)
+        m->n++;
+    *k = key;
+    m->vals[k - m->keys] = val;
+    return 0;
+}
+
+static uint32_t idmap_get(struct idmap *m, uint32_t key)
+{
+    uint32_t *k;
+    if (!key)
+        return 0;
+    k = idmap_slot(m, key);
+    return *k ? m->vals[k - m->keys] : 0;
+}
+
+struct col_ring *col_ring_new(const char *name, size_t bytes, int rank, struct hm_err *err)
+{
+    struct col_ring *r = calloc(1, sizeof *r);
+
+    if (!r || !(r->names = hm_strtab_new())) {
+        free(r);
+        hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
+        return NULL;
+    }
+    r->rank = rank;
+    r->map.cap = 1024;
+    r->map.keys = calloc(r->map.cap, 4);
+    r->map.vals = calloc(r->map.cap, 4);
+    r->ring = hm_ring_create(name, bytes, err);
+    if (!r->ring || !r->map.keys || !r->map.vals) {
+        col_ring_free(r);
+        return NULL;
+    }
+    return r;
+}
+
+void col_ring_free(struct col_ring *r)
+{
+    if (!r)
+        return;
+    hm_ring_close(r->ring);
+    hm_strtab_free(r->names);
+    hm_batch_free(r->b);
+    free(r->map.keys);
+    free(r->map.vals);
+    free(r->bmap);
+    free(r);
+}
+
+/* The batch id of a ring string id (0 if unknown or none). */
+static hm_strid str_of(struct col_ring *r, uint32_t ring_id)
+{
+    uint32_t nid = idmap_get(&r->map, ring_id);
+    size_t len;
+    const char *s;
+
+    if (!nid)
+        return 0;
+    if (nid >= r->bmap_cap) {
+        uint32_t cap = r->bmap_cap ? r->bmap_cap : 256;
+        while (cap <= nid)
+            cap *= 2;
+        hm_strid *v = realloc(r->bmap, cap * sizeof *v);
+        if (!v)
+            return 0;
+        memset(v + r->bmap_cap, 0, (cap - r->bmap_cap) * sizeof *v);
+        r->bmap = v;
+        r->bmap_cap = cap;
+    }
+    if (!r->bmap[nid]) {
+        s = hm_strtab_get(r->names, nid, &len);
+        r->bmap[nid] = hm_batch_intern(r->b, s, len);
+    }
+    return r->bmap[nid];
+}
+
+static struct hm_slice *new_slice(struct col_ring *r, uint32_t kind, int64_t pid, int64_t tid)
+{
+    int64_t t = hm_batch_track(r->b, kind, pid, tid);
+    struct hm_slice *s = t >= 0 ? HM_VEC_PUSH(r->b->slices) : NULL;
+    if (s) {
+        s->track = (uint32_t)t;
+        s->correlation = s->external_id = s->bytes = HM_NONE;
+        s->iteration = HM_NONE;
+    }
+    return s;
+}
+
+static void on_slice(struct col_ring *r, const void *p, uint32_t len)
+{
+    struct hm_ring_slice x = {0};
+    struct hm_slice *s;
+
+    memcpy(&x, p, len < sizeof x ? len : sizeof x);
+    s = new_slice(r, x.kind == HM_TRACK_GPU_STREAM ? HM_TRACK_GPU_STREAM : HM_TRACK_CPU_THREAD, x.pid, x.tid);
+    if (!s)
+        return;
+    s->ts = x.ts;
+    s->dur = x.dur > 0 ? x.dur : 0;
+    s->correlation = x.correlation;
+    s->bytes = x.bytes;
+    s->name = str_of(r, x.name);
+    s->args = str_of(r, x.args);
+    s->cat = x.cat < HM_CAT__COUNT ? x.cat : HM_CAT_OTHER;
+    s->cat_name = hm_batch_intern(r->b, hm_cat_name((enum hm_cat)s->cat), strlen(hm_cat_name((enum hm_cat)s->cat)));
+    s->flags = (uint16_t)x.flags;
+}
+
+static void on_nvtx(struct col_ring *r, const void *p, uint32_t len)
+{
+    struct hm_ring_nvtx x = {0};
+    struct hm_slice *s;
+
+    memcpy(&x, p, len < sizeof x ? len : sizeof x);
+    s = new_slice(r, HM_TRACK_CPU_THREAD, x.pid, x.tid);
+    if (!s)
+        return;
+    s->ts = x.ts;
+    s->dur = x.dur > 0 ? x.dur : 0;
+    s->name = str_of(r, x.name);
+    s->cat = HM_CAT_NVTX;
+    s->cat_name = hm_batch_intern(r->b, "nvtx", 4);
+}
+
+static void on_nccl(struct col_ring *r, const void *p, uint32_t len)
+{
+    struct hm_ring_nccl_coll x = {0};
+    struct hm_collective *c;
+    struct hm_slice *s;
+    char id[32];
+
+    memcpy(&x, p, len < sizeof x ? len : sizeof x);
+    s = new_slice(r, HM_TRACK_GPU_STREAM, x.device, x.stream);
+    if (!s)
+        return;
+    s->ts = x.ts;
+    s->dur = x.dur > 0 ? x.dur : 0;
+    s->name = str_of(r, x.func);
+    s->cat = HM_CAT_KERNEL;
+    s->cat_name = hm_batch_intern(r->b, "kernel", 6);
+    s->flags = HM_SLICE_F_STREAM_ARG;
+    c = HM_VEC_PUSH(r->b->collectives);
+    if (!c)
+        return;
+    snprintf(id, sizeof id, "%" PRIu64, x.comm_id);
+    c->slice = (uint32_t)(r->b->slices.n - 1);
+    c->op = s->name;
+    c->comms_id = hm_batch_intern(r->b, id, strlen(id));
+    c->dtype = str_of(r, x.dtype);
+    c->seq = x.seq;
+    c->in_nelems = c->out_nelems = x.count;
+    c->group_size = x.nranks;
+}
+
+static void on_counter(struct col_ring *r, const void *p, uint32_t len)
+{
+    struct hm_ring_counter x = {0};
+    struct hm_counter *c;
+
+    memcpy(&x, p, len < sizeof x ? len : sizeof x);
+    c = HM_VEC_PUSH(r->b->counters);
+    if (c) {
+        c->ts = x.ts;
+        c->value = x.value;
+        c->name = str_of(r, x.name);
+        c->device = x.device;
+    }
+}
+
+static int on_record(void *ctx, uint16_t type, const void *p, uint32_t len)
+{
+    struct col_ring *r = ctx;
+
+    switch (type) {
+    case HM_RING_STRING: {
+        struct hm_ring_string h;
+        if (len < sizeof h)
+            return 0;
+        memcpy(&h, p, sizeof h);
+        if (h.id && h.len <= len - sizeof h) {
+            hm_strid nid = hm_strtab_intern(r->names, (const char *)p + sizeof h, h.len);
+            if (nid != UINT32_MAX)
+                idmap_put(&r->map, h.id, nid);
+        }
+        return 0;
+    }
+    case HM_RING_SLICE: on_slice(r, p, len); return 0;
+    case HM_RING_NVTX: on_nvtx(r, p, len); return 0;
+    case HM_RING_NCCL_COLL: on_nccl(r, p, len); return 0;
+    case HM_RING_COUNTER: on_counter(r, p, len); return 0;
+    default: return 0; /* a newer producer's record type */
+    }
+}
+
+static void add_loss_counters(struct col_ring *r)
+{
+    struct hm_ring_stats st;
+    struct timespec now;
+    int64_t ts;
+
+    hm_ring_stats(r->ring, &st);
+    if (st.dropped_records == r->reported_dropped && st.lost_records == r->reported_lost)
+        return;
+    clock_gettime(CLOCK_REALTIME, &now);
+    ts = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+    const char *names[2] = {"htamerge/ring dropped records", "htamerge/ring lost records"};
+    double vals[2] = {(double)st.dropped_records, (double)st.lost_records};
+    for (int i = 0; i < 2; i++) {
+        struct hm_counter *c = HM_VEC_PUSH(r->b->counters);
+        if (c) {
+            c->ts = ts;
+            c->value = vals[i];
+            c->name = hm_batch_intern(r->b, names[i], strlen(names[i]));
+            c->device = -1;
+        }
+    }
+    r->reported_dropped = st.dropped_records;
+    r->reported_lost = st.lost_records;
+}
+
+struct hm_batch *col_ring_drain(struct col_ring *r, int flush, struct hm_err *err)
+{
+    struct hm_batch *out = NULL;
+    int n;
+
+    if (!r->b) {
+        r->b = hm_batch_new();
+        if (!r->b) {
+            hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
+            return NULL;
+        }
+        r->b->info.rank = r->rank;
+        r->b->info.base_time_ns = 0; /* ring times are Unix ns already */
+        if (r->bmap)
+            memset(r->bmap, 0, r->bmap_cap * sizeof *r->bmap);
+        r->started_ms = mono_ms();
+    }
+    do
+        n = hm_ring_read(r->ring, on_record, r, 4096);
+    while (n > 0 && r->b->slices.n < BATCH_RECORDS);
+    if (flush)
+        add_loss_counters(r);
+    if (r->b->slices.n + r->b->counters.n == 0)
+        return NULL;
+    if (flush || r->b->slices.n >= BATCH_RECORDS || mono_ms() - r->started_ms > FLUSH_MS) {
+        out = r->b;
+        r->b = NULL;
+    }
+    return out;
+}
+
+void col_ring_abandon(struct col_ring *r)
+{
+    hm_ring_abandon(r->ring);
+}
