@@ -8,7 +8,11 @@
 
 #include "cli.h"
 #include "collector/sources/kineto_json/kineto_json.h"
+#include "collector/ingest_send.h"
+#include "collector/launcher_env.h"
 #include "merger/ingest.h"
+
+#include <mpi.h>
 
 static const char ingest_help[] =
     "usage: htamerge ingest [-o FILE.db] [--keep-going] [-j N] PATH...\n"
@@ -29,6 +33,9 @@ static const char ingest_help[] =
     "      --no-args         do not store each slice's args JSON (smaller file)\n"
     "  -q, --quiet           no progress output\n"
     "  -h, --help            this text\n"
+    "\n"
+    "Under mpirun (-n N, N > 1) the files are read by ranks 1..N-1 in parallel\n"
+    "and only records travel to rank 0, which writes the file.\n"
     "\n"
     "exit status:\n"
     "  0  all files ingested\n"
@@ -91,6 +98,83 @@ static const char *default_output(void)
     return buf;
 }
 
+/* Rank 0 sends the file list to everyone: one count, then the paths
+ * joined by NULs. A count of -1 means the listing failed. */
+static int share_list(char ***files, size_t *nfiles, int rank)
+{
+    long long n = rank == 0 ? (long long)*nfiles : 0, bytes = 0;
+    char *buf = NULL;
+
+    MPI_Bcast(&n, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
+    if (n < 0)
+        return -1;
+    if (rank == 0)
+        for (size_t i = 0; i < *nfiles; i++)
+            bytes += (long long)strlen((*files)[i]) + 1;
+    MPI_Bcast(&bytes, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
+    buf = malloc((size_t)bytes + 1);
+    if (!buf)
+        MPI_Abort(MPI_COMM_WORLD, CLI_EXIT_FAIL);
+    if (rank == 0) {
+        char *p = buf;
+        for (size_t i = 0; i < *nfiles; i++)
+            p = stpcpy(p, (*files)[i]) + 1;
+    }
+    MPI_Bcast(buf, (int)bytes, MPI_CHAR, 0, MPI_COMM_WORLD);
+    if (rank != 0) {
+        *files = calloc((size_t)n + 1, sizeof **files);
+        if (!*files)
+            MPI_Abort(MPI_COMM_WORLD, CLI_EXIT_FAIL);
+        char *p = buf;
+        for (long long i = 0; i < n; i++) {
+            (*files)[i] = strdup(p);
+            p += strlen(p) + 1;
+        }
+        *nfiles = (size_t)n;
+    }
+    free(buf);
+    return 0;
+}
+
+/* `mpirun -n N htamerge ingest`: ranks > 0 read, rank 0 merges. */
+static int ingest_parallel(int argc, char **argv, const struct mrg_ingest_opts *opts, int quiet)
+{
+    struct mrg_ingest_stats st;
+    struct hm_err err;
+    char **files = NULL, line[1400];
+    size_t nfiles = 0;
+    int rank, size, rc = 0, listed = 0;
+
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    hm_err_clear(&err);
+    if (rank == 0) {
+        listed = src_kineto_list((const char *const *)argv + optind, argc - optind, &files, &nfiles, &err);
+        if (listed != 0) {
+            cli_error("%s", hm_err_line(&err, line, sizeof line));
+            nfiles = (size_t)-1;
+        }
+    }
+    if (share_list(&files, &nfiles, rank) != 0) {
+        MPI_Finalize();
+        return CLI_EXIT_FAIL;
+    }
+    if (rank == 0)
+        rc = mrg_ingest_mpi_merge(files, nfiles, size, opts, &st, &err);
+    else
+        rc = col_ingest_send(files, nfiles, rank, size, opts->keep_args, &err);
+    src_kineto_list_free(files, nfiles);
+    if (rc != 0)
+        cli_error("rank %d: %s", rank, hm_err_line(&err, line, sizeof line));
+    else if (rank == 0 && !quiet)
+        fprintf(stderr, "htamerge: wrote %s (%d reader ranks)\n", opts->output, size - 1);
+    MPI_Finalize();
+    if (rc != 0)
+        return CLI_EXIT_FAIL;
+    return rank == 0 && st.files_failed ? CLI_EXIT_PARTIAL : CLI_EXIT_OK;
+}
+
 int cli_ingest(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -125,15 +209,20 @@ int cli_ingest(int argc, char **argv)
     }
     if (!opts.output)
         opts.output = default_output();
+    if (!quiet) {
+        opts.progress = show_progress;
+        opts.progress_ctx = &prog;
+    }
+    {
+        struct col_launcher who;
+        if (col_env_launcher(&who, NULL) == 0 && who.size > 1)
+            return ingest_parallel(argc, argv, &opts, quiet);
+    }
     hm_err_clear(&err);
     rc = src_kineto_list((const char *const *)argv + optind, argc - optind, &files, &nfiles, &err);
     if (rc != 0) {
         cli_error("%s", hm_err_line(&err, line, sizeof line));
         return CLI_EXIT_FAIL;
-    }
-    if (!quiet) {
-        opts.progress = show_progress;
-        opts.progress_ctx = &prog;
     }
     rc = mrg_ingest(files, nfiles, &opts, &st, &err);
     src_kineto_list_free(files, nfiles);

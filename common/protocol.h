@@ -22,6 +22,7 @@ enum {
     HM_TAG_SYNC = 103,
     HM_TAG_DONE = 104,
     HM_TAG_HELLO = 105,
+    HM_TAG_FILE_ERROR = 106,
 };
 
 enum { HM_CREDIT_INITIAL = 4 };
@@ -51,6 +52,15 @@ struct hm_msg_hello {
     int64_t pid;
     int64_t local_rank;
     char host[64];
+};
+
+/* Parallel ingest: a file a collector could not read (the merger decides,
+ * with --keep-going, whether the whole ingest fails). */
+struct hm_msg_file_error {
+    int64_t code;          /* HM_E* */
+    int64_t offset;        /* byte offset, -1 if unknown */
+    char file[512];
+    char msg[512];
 };
 
 #endif

@@ -18,21 +18,15 @@
 #include "analysis/hta.h"
 #include "collector/sources/kineto_json/kineto_json.h"
 #include "common/batch.h"
+#include "ingest_int.h"
 #include "writer.h"
 
-struct slot {
-    int state;                   /* 0 empty, 1 parsing, 2 ready */
-    struct hm_batch *batch;      /* owned until the writer takes it */
-    struct an_rank_result res[2]; /* [0] hta mode, [1] all_steps */
-    int rc;
-    struct hm_err err;
-};
 
 struct pool {
     char *const *files;          /* borrowed */
     size_t nfiles;
     const struct mrg_ingest_opts *opts;
-    struct slot *slots;          /* owned, one per file */
+    struct mrg_slot *slots;      /* owned, one per file */
     size_t next;                 /* next file to claim */
     size_t written;              /* files the writer has consumed */
     size_t window;
@@ -51,7 +45,7 @@ static double now_s(void)
 /* Parses and analyses one file into its slot, outside the lock. */
 static void parse_one(struct pool *p, size_t i)
 {
-    struct slot *s = &p->slots[i];
+    struct mrg_slot *s = &p->slots[i];
     struct src_kineto_opts ko = {.keep_args = p->opts->keep_args};
     struct an_options hta = {0}, all = {.all_steps = 1};
 
@@ -60,6 +54,7 @@ static void parse_one(struct pool *p, size_t i)
     if (s->rc == 0) {
         struct an_options modes[2] = {hta, all};
         s->rc = an_hta_run_modes(s->batch, modes, 2, s->res, &s->err);
+        s->analysed = s->rc == 0;
         if (s->rc != 0 && !s->err.file[0])
             snprintf(s->err.file, sizeof s->err.file, "%s", p->files[i]);
     }
@@ -96,11 +91,6 @@ static int default_jobs(void)
     return n > 4 ? 3 : n > 2 ? (int)n - 1 : 1;
 }
 
-/* Rank bookkeeping for duplicate detection: rank -> file index + 1. */
-struct rank_map {
-    size_t *owner;
-    size_t cap;
-};
 
 static int claim_rank(struct rank_map *m, int rank, size_t file, size_t *prev)
 {
@@ -122,9 +112,9 @@ static int claim_rank(struct rank_map *m, int rank, size_t file, size_t *prev)
 }
 
 /* Decides the rank of a parsed file, or fails with a message naming it. */
-static int resolve_rank(struct pool *p, size_t i, struct rank_map *ranks, struct hm_err *err)
+static int resolve_rank(struct mrg_store *p, size_t i, struct hm_batch *b, struct hm_err *err)
 {
-    struct hm_batch *b = p->slots[i].batch;
+    struct rank_map *ranks = &p->ranks;
     size_t prev = 0;
     int rc;
 
@@ -158,15 +148,19 @@ static void count_batch(struct mrg_ingest_stats *st, const struct hm_batch *b, c
         st->bytes_in += (uint64_t)sb.st_size;
 }
 
-/* Stores one parsed slot; returns 0, or an error for the whole ingest. */
-static int store_slot(struct pool *p, size_t i, struct mrg_writer *w, struct rank_map *ranks,
-                      struct mrg_ingest_stats *st, struct hm_err *err)
+int mrg_store_slot(struct mrg_store *p, size_t i, struct mrg_slot *s, struct hm_err *err)
 {
-    struct slot *s = &p->slots[i];
+    struct mrg_writer *w = p->w;
+    struct mrg_ingest_stats *st = p->st;
     int rc = s->rc;
 
+    if (rc == 0 && !s->analysed) {
+        struct an_options modes[2] = {{.all_steps = 0}, {.all_steps = 1}};
+        rc = an_hta_run_modes(s->batch, modes, 2, s->res, &s->err);
+        s->analysed = rc == 0;
+    }
     if (rc == 0)
-        rc = resolve_rank(p, i, ranks, &s->err);
+        rc = resolve_rank(p, i, s->batch, &s->err);
     if (rc == 0) {
         s->res[0].rank = s->res[1].rank = s->batch->info.rank;
         rc = mrg_writer_add_batch(w, s->batch, &s->err);
@@ -193,7 +187,7 @@ static int store_slot(struct pool *p, size_t i, struct mrg_writer *w, struct ran
     return 0;
 }
 
-static void release_slot(struct slot *s)
+void mrg_release_slot(struct mrg_slot *s)
 {
     hm_batch_free(s->batch);
     s->batch = NULL;
@@ -233,7 +227,7 @@ static int write_meta(struct mrg_writer *w, const struct mrg_ingest_opts *opts, 
 static int drain(struct pool *p, struct mrg_writer *w, struct mrg_ingest_stats *st,
                  uint64_t total, struct hm_err *err)
 {
-    struct rank_map ranks = {0};
+    struct mrg_store store = {.files = p->files, .nfiles = p->nfiles, .opts = p->opts, .w = w, .st = st};
     int rc = 0;
 
     for (size_t i = 0; i < p->nfiles && rc == 0; i++) {
@@ -241,10 +235,10 @@ static int drain(struct pool *p, struct mrg_writer *w, struct mrg_ingest_stats *
         while (p->slots[i].state != 2)
             pthread_cond_wait(&p->cv, &p->mu);
         pthread_mutex_unlock(&p->mu);
-        rc = store_slot(p, i, w, &ranks, st, err);
+        rc = mrg_store_slot(&store, i, &p->slots[i], err);
         if (p->slots[i].batch)
             st->bytes_json += p->slots[i].batch->source_bytes;
-        release_slot(&p->slots[i]);
+        mrg_release_slot(&p->slots[i]);
         pthread_mutex_lock(&p->mu);
         p->written = i + 1;
         if (rc != 0)
@@ -254,7 +248,7 @@ static int drain(struct pool *p, struct mrg_writer *w, struct mrg_ingest_stats *
         if (p->opts->progress && rc == 0)
             p->opts->progress(p->opts->progress_ctx, st, total, 0);
     }
-    free(ranks.owner);
+    free(store.ranks.owner);
     return rc;
 }
 
@@ -308,7 +302,7 @@ out_abort:
     for (int i = 0; i < started; i++)
         pthread_join(th[i], NULL);
     for (size_t i = 0; i < nfiles; i++)
-        release_slot(&p.slots[i]);
+        mrg_release_slot(&p.slots[i]);
     pthread_mutex_destroy(&p.mu);
     pthread_cond_destroy(&p.cv);
     if (rc == 0)

@@ -36,6 +36,7 @@ struct kj_icache {
     const char *s;      /* borrowed from the batch's string table */
     uint32_t len;
     hm_strid id;
+    int32_t cat;        /* hm_cat_parse of the text, -1 until asked for */
 };
 
 /* Field id of ev, or NULL when the event does not have it. */
@@ -76,22 +77,31 @@ static uint64_t hash_words(const char *s, size_t n)
     return h ^ (h >> 29);
 }
 
-/* hm_batch_intern through the cache; UINT32_MAX when out of memory. */
-static hm_strid intern_cached(struct kj_builder *k, const char *s, size_t n)
+/* The cache slot holding s interned; NULL when out of memory. */
+static struct kj_icache *icache_get(struct kj_builder *k, const char *s, size_t n)
 {
     uint64_t h = hash_words(s, n);
     struct kj_icache *c = &k->icache[h & (ICACHE_SLOTS - 1)];
 
     if (c->hash == h && c->len == n && c->s && memcmp(c->s, s, n) == 0)
-        return c->id;
+        return c;
     hm_strid id = hm_batch_intern(k->b, s, n);
     if (id == UINT32_MAX)
-        return id;
+        return NULL;
     c->hash = h;
     c->s = hm_batch_str(k->b, id);
     c->len = (uint32_t)n;
     c->id = id;
-    return id;
+    c->cat = -1;
+    return c;
+}
+
+/* hm_batch_intern through the cache; UINT32_MAX when out of memory. */
+static hm_strid intern_cached(struct kj_builder *k, const char *s, size_t n)
+{
+    struct kj_icache *c = icache_get(k, s, n);
+
+    return c ? c->id : UINT32_MAX;
 }
 
 int kj_builder_init(struct kj_builder *k, struct hm_batch *b, int keep_args)
@@ -193,7 +203,7 @@ static int64_t ident(const struct kj_tok *t)
 
     if (!t)
         return 0;
-    if (t->type == KJ_NUM && kj_num_scaled(t->p, t->n, 0, &v) == 0)
+    if (t->type == KJ_NUM && kj_tok_num(t, 0, &v) == 0)
         return v;
     if (t->type == KJ_STR) {
         if (kj_num_scaled(t->p, t->n, 0, &v) == 0)
@@ -239,15 +249,16 @@ static int64_t track_get(struct kj_builder *k, uint32_t kind, int64_t pid, int64
 
 /* GPU ops (by category, or a stream arg on a device-index pid) go on the
  * stream track (device, stream); everything else on its (pid, tid) thread. */
-static int64_t slice_track(struct kj_builder *k, const struct kj_event *ev, enum hm_cat cat)
+static int64_t slice_track(struct kj_builder *k, const struct kj_event *ev, enum hm_cat cat,
+                           int64_t stream)
 {
     const struct kj_tok *pid = fld(ev, KJ_F_PID), *tid = fld(ev, KJ_F_TID);
-    int64_t p = ident(pid), t = ident(tid);
-    int64_t stream = fld_int(ev, KJ_F_A_STREAM, NOINT), dev = fld_int(ev, KJ_F_A_DEVICE, NOINT);
+    int64_t p = ident(pid), t = ident(tid), dev;
     int pid_is_num = pid && pid->type == KJ_NUM;
 
     if (!hm_cat_is_gpu(cat) && !(stream != NOINT && pid_is_num && p >= 0 && p < MAX_DEVICE_INDEX))
         return track_get(k, HM_TRACK_CPU_THREAD, p, t, tid);
+    dev = fld_int(ev, KJ_F_A_DEVICE, NOINT);
     if (dev != NOINT)
         p = dev;
     if (stream != NOINT)
@@ -330,8 +341,8 @@ static int complete_check(struct kj_builder *k, const struct kj_event *ev, int64
     else if (!cat)
         why = HM_SKIP_NO_CAT;
     else if (!tts || tts->type != KJ_NUM || tdur->type != KJ_NUM || cat->type != KJ_STR ||
-             (name && name->type != KJ_STR) || kj_num_scaled(tts->p, tts->n, 3, ts) != 0 ||
-             kj_num_scaled(tdur->p, tdur->n, 3, dur) != 0)
+             (name && name->type != KJ_STR) || kj_tok_num(tts, 3, ts) != 0 ||
+             kj_tok_num(tdur, 3, dur) != 0)
         why = HM_SKIP_BAD_VALUE;
     else if (*dur < 0)
         why = HM_SKIP_NEGATIVE_DUR;
@@ -348,16 +359,22 @@ static int on_complete(struct kj_builder *k, const struct kj_event *ev)
     const struct kj_tok *cat = fld(ev, KJ_F_CAT), *name = fld(ev, KJ_F_NAME);
     struct hm_slice s = {.correlation = HM_NONE, .iteration = HM_NONE};
     struct hm_slice *dst;
-    int64_t track;
+    struct kj_icache *cslot;
+    int64_t track, stream;
     uint32_t idx;
     int rc;
 
     if (complete_check(k, ev, &s.ts, &s.dur))
         return 0;
-    s.cat = (uint16_t)hm_cat_parse(cat->p, cat->n);
-    track = slice_track(k, ev, (enum hm_cat)s.cat);
+    if (!(cslot = icache_get(k, cat->p, cat->n)))
+        return HM_ENOMEM;
+    if (cslot->cat < 0)
+        cslot->cat = (int32_t)hm_cat_parse(cat->p, cat->n);
+    s.cat = (uint16_t)cslot->cat;
+    s.cat_name = cslot->id;
+    stream = fld_int(ev, KJ_F_A_STREAM, NOINT);
+    track = slice_track(k, ev, (enum hm_cat)s.cat, stream);
     s.track = (uint32_t)track;
-    s.cat_name = intern_cached(k, cat->p, cat->n);
     s.name = name ? intern_cached(k, name->p, name->n) : 0;
     if (k->keep_args && ev->args.type == KJ_OBJ)
         s.args = append_args(k, ev->args.p, ev->args.n);
@@ -367,7 +384,7 @@ static int on_complete(struct kj_builder *k, const struct kj_event *ev)
     s.correlation = fld_int(ev, KJ_F_A_CORRELATION, HM_NONE);
     s.external_id = fld_int(ev, KJ_F_A_EXTERNAL_ID, HM_NONE);
     s.bytes = fld_int(ev, KJ_F_A_BYTES, HM_NONE);
-    if (fld_int(ev, KJ_F_A_STREAM, NOINT) != NOINT)
+    if (stream != NOINT)
         s.flags |= HM_SLICE_F_STREAM_ARG;
     idx = (uint32_t)k->b->slices.n;
     dst = HM_VEC_PUSH(k->b->slices);
@@ -413,7 +430,7 @@ static int on_instant(struct kj_builder *k, const struct kj_event *ev)
 
     if (!tok_is(fld(ev, KJ_F_NAME), "[memory]", 8))
         return skip(k, HM_SKIP_UNSUPPORTED_PH);
-    if (!tts || tts->type != KJ_NUM || kj_num_scaled(tts->p, tts->n, 3, &ts) != 0)
+    if (!tts || tts->type != KJ_NUM || kj_tok_num(tts, 3, &ts) != 0)
         return skip(k, HM_SKIP_BAD_VALUE);
     dev = fld_int(ev, KJ_F_A_DEVICE_ID, -1);
     if (dev < INT32_MIN || dev > INT32_MAX)

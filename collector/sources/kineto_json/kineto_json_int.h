@@ -68,7 +68,9 @@ enum kj_type {
 };
 
 /* A borrowed view into the document or the walker's string buffer, valid
- * until kj_parse returns. */
+ * until kj_parse returns. KJ_NUM, KJ_BOOL, KJ_NULL, KJ_OBJ and KJ_ARR
+ * tokens always point into the document, so KJ_PADDING bytes after their
+ * end may be read. */
 struct kj_tok {
     const char *p;
     uint32_t n;
@@ -161,6 +163,9 @@ int kj_diag_cut_short(const char *p, size_t n);
  * Returns 0, or -1 when s is not a JSON number or the result does not fit
  * in int64. */
 int kj_num_scaled(const char *s, size_t n, int scale, int64_t *out);
+
+/* kj_num_scaled on a token's text; faster for KJ_NUM (reads past its end). */
+int kj_tok_num(const struct kj_tok *t, int scale, int64_t *out);
 
 /* Integer value of a token: a number, or a string holding one; def if the
  * token is absent or not an integer that fits. */

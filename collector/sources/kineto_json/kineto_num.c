@@ -138,13 +138,141 @@ int kj_num_scaled(const char *s, size_t n, int scale, int64_t *out)
     return 0;
 }
 
+/* ---- Eight digits at a time, for number tokens in the document ----
+ * A KJ_NUM token points into the loaded document, which KJ_PADDING bytes
+ * follow: words may be read past its end (never before its start). Shapes
+ * other than [-]digits[.digits] with at most 19 digits before the point
+ * (once scaled) go to kj_num_scaled, so the results are the same. */
+
+static const uint64_t pow10_u64[20] = {
+    1ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull, 1000000ull, 10000000ull,
+    100000000ull, 1000000000ull, 10000000000ull, 100000000000ull, 1000000000000ull,
+    10000000000000ull, 100000000000000ull, 1000000000000000ull, 10000000000000000ull,
+    100000000000000000ull, 1000000000000000000ull, 10000000000000000000ull,
+};
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define KJ_SWAR 1
+
+static inline uint64_t load8(const char *p)
+{
+    uint64_t w;
+
+    memcpy(&w, p, 8);
+    return w;
+}
+
+/* 0x80 in the bytes of w that are not ASCII digits: exact up to and
+ * including the first one (carries and borrows only move upwards, i.e.
+ * to later bytes). */
+static inline uint64_t nondigits(uint64_t w)
+{
+    return ((w + 0x4646464646464646ull) | (w - 0x3030303030303030ull)) & 0x8080808080808080ull;
+}
+
+/* Value of eight ASCII digits, the first byte the most significant. */
+static inline uint64_t eight_digits(uint64_t w)
+{
+    w -= 0x3030303030303030ull;
+    w = w * 10 + (w >> 8);
+    return ((w & 0x000000FF000000FFull) * 0x000F424000000064ull +
+            ((w >> 16) & 0x000000FF000000FFull) * 0x0000271000000001ull) >> 32;
+}
+
+/* Value of the first k (0..8) bytes of w, which are digits. */
+static inline uint64_t first_digits(uint64_t w, unsigned k)
+{
+    if (k == 0)
+        return 0;
+    if (k < 8)
+        w = w << (64 - 8 * k) | 0x3030303030303030ull >> (8 * k);
+    return eight_digits(w);
+}
+
+/* The run of digits at p: its value in *v and length in *nd; returns its
+ * end, or NULL when it is longer than 19 digits. Reads up to 24 bytes. */
+static inline const char *digit_run(const char *p, uint64_t *v, unsigned *nd)
+{
+    uint64_t w = load8(p), m = nondigits(w), acc;
+    unsigned k;
+
+    if (m) {
+        k = (unsigned)__builtin_ctzll(m) >> 3;
+        *v = first_digits(w, k);
+        *nd = k;
+        return p + k;
+    }
+    acc = eight_digits(w);
+    w = load8(p + 8);
+    if ((m = nondigits(w))) {
+        k = (unsigned)__builtin_ctzll(m) >> 3;
+        *v = acc * pow10_u64[k] + first_digits(w, k);
+        *nd = 8 + k;
+        return p + 8 + k;
+    }
+    acc = acc * 100000000ull + eight_digits(w);
+    w = load8(p + 16);
+    m = nondigits(w);
+    k = m ? (unsigned)__builtin_ctzll(m) >> 3 : 8;
+    if (k > 3)
+        return NULL;
+    *v = acc * pow10_u64[k] + first_digits(w, k);
+    *nd = 16 + k;
+    return p + 16 + k;
+}
+#endif
+
+/* kj_num_scaled for text in the document (see above). */
+static int num_doc(const char *s, size_t n, int scale, int64_t *out)
+{
+#ifdef KJ_SWAR
+    const char *p = s, *e = s + n, *q, *r;
+    uint64_t v, f;
+    unsigned nd, fd, t;
+    int neg;
+
+    if (n == 0 || scale < 0 || scale > 8)
+        return kj_num_scaled(s, n, scale, out);
+    neg = *p == '-';
+    p += neg;
+    q = digit_run(p, &v, &nd);
+    if (!q || nd == 0 || nd + (unsigned)scale > 19)
+        return kj_num_scaled(s, n, scale, out);
+    if (q < e && *q == '.') {
+        r = digit_run(q + 1, &f, &fd);
+        if (!r || fd == 0)
+            return kj_num_scaled(s, n, scale, out);
+        t = fd < (unsigned)scale ? fd : (unsigned)scale;
+        v = v * pow10_u64[scale] + first_digits(load8(q + 1), t) * pow10_u64[scale - t];
+        if (fd > (unsigned)scale)
+            v += q[1 + scale] >= '5';   /* later digits cannot change it */
+        q = r;
+    } else {
+        v *= pow10_u64[scale];
+    }
+    if (q != e || v > (uint64_t)INT64_MAX)
+        return kj_num_scaled(s, n, scale, out);
+    *out = neg ? -(int64_t)v : (int64_t)v;
+    return 0;
+#else
+    return kj_num_scaled(s, n, scale, out);
+#endif
+}
+
+int kj_tok_num(const struct kj_tok *t, int scale, int64_t *out)
+{
+    if (t->type == KJ_NUM)
+        return num_doc(t->p, t->n, scale, out);
+    return kj_num_scaled(t->p, t->n, scale, out);
+}
+
 int64_t kj_tok_int(const struct kj_tok *t, int64_t def)
 {
     int64_t v;
 
     if (t->type != KJ_NUM && t->type != KJ_STR)
         return def;
-    if (kj_num_scaled(t->p, t->n, 0, &v) != 0)
+    if (kj_tok_num(t, 0, &v) != 0)
         return def;
     return v;
 }

@@ -23,9 +23,10 @@ namespace {
 
 /* Key lookup. A table indexed by a key's first byte lists the (at most
  * four) known keys starting with it; a candidate matches when its bytes
- * are followed by the closing quote. Keys hold no escapes, so the raw key
- * text can be compared as is, and the buffer's padding makes reading a
- * candidate's length past any key safe. */
+ * and the closing quote after them equal the raw key text, compared eight
+ * bytes at a time under a mask. Keys hold no escapes, so the raw key text
+ * can be compared as is, and the buffer's padding makes reading up to 32
+ * bytes from any key's start safe. */
 struct key_entry {
     const char *s;
     uint8_t len;
@@ -39,14 +40,51 @@ constexpr key_entry arg_keys[] = {KJ_ARG_KEYS(KJ_KEY)};
 
 const int ARGS_KEY = KJ_F__COUNT;   /* event_keys' pseudo field for "args" */
 
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "key_index compares keys as little-endian words"
+#endif
+
+inline uint64_t load8(const char *p)
+{
+    uint64_t w;
+    std::memcpy(&w, p, 8);
+    return w;
+}
+
+/* A known key and its closing quote as up to four masked words. */
+struct key_words {
+    uint64_t w[4] = {0, 0, 0, 0};
+    uint64_t m[4] = {0, 0, 0, 0};
+    uint8_t nw = 0;
+    int8_t field = -1;
+};
+
 struct key_index {
-    const key_entry *cand[256][4];
-    bool full = false;   /* more than four keys share a first byte */
+    static constexpr size_t MAXK = 32;
+    key_words keys[MAXK];
+    uint8_t cand[256][4];   /* index + 1 into keys; 0 = none */
+    bool full = false;      /* more than four keys share a first byte, or too many */
 
     template <size_t N>
-    constexpr explicit key_index(const key_entry (&tab)[N]) : cand{}
+    constexpr explicit key_index(const key_entry (&tab)[N]) : keys{}, cand{}
     {
+        if (N > MAXK) {
+            full = true;
+            return;
+        }
         for (size_t i = 0; i < N; i++) {
+            size_t n = size_t(tab[i].len) + 1;   /* with the closing quote */
+            if (n > 32) {
+                full = true;
+                return;
+            }
+            for (size_t j = 0; j < n; j++) {
+                uint64_t c = j < tab[i].len ? uint64_t(uint8_t(tab[i].s[j])) : uint64_t('"');
+                keys[i].w[j / 8] |= c << (8 * (j % 8));
+                keys[i].m[j / 8] |= uint64_t(0xff) << (8 * (j % 8));
+            }
+            keys[i].nw = uint8_t((n + 7) / 8);
+            keys[i].field = int8_t(tab[i].field);
             auto &slot = cand[(unsigned char)tab[i].s[0]];
             size_t k = 0;
             while (k < 4 && slot[k])
@@ -54,23 +92,25 @@ struct key_index {
             if (k == 4)
                 full = true;
             else
-                slot[k] = &tab[i];
+                slot[k] = uint8_t(i + 1);
         }
     }
 
     /* Field id of the raw key k (text after its opening quote), or -1. */
     int find(const char *k) const
     {
-        for (const key_entry *c : cand[(unsigned char)k[0]]) {
-            if (!c)
-                break;
-            if (k[c->len] != '"')
+        const uint8_t *slot = cand[(unsigned char)k[0]];
+        uint64_t w0 = load8(k);
+
+        for (int j = 0; j < 4 && slot[j]; j++) {
+            const key_words &c = keys[slot[j] - 1];
+            if ((w0 & c.m[0]) != c.w[0])
                 continue;
-            unsigned i = 1;
-            while (i < c->len && k[i] == c->s[i])
-                i++;
-            if (i == c->len)
-                return c->field;
+            bool ok = true;
+            for (int i = 1; i < c.nw && ok; i++)
+                ok = (load8(k + 8 * i) & c.m[i]) == c.w[i];
+            if (ok)
+                return c.field;
         }
         return -1;
     }
@@ -78,7 +118,7 @@ struct key_index {
 
 constexpr key_index event_index(event_keys);
 constexpr key_index arg_index(arg_keys);
-static_assert(!event_index.full && !arg_index.full, "key_index holds four keys per first byte");
+static_assert(!event_index.full && !arg_index.full, "key_index holds four keys per first byte, 32 keys of 31 bytes");
 
 inline std::string_view trim(std::string_view s)
 {

@@ -1,0 +1,45 @@
+/* Internal to merger/: the store step of offline ingest, shared by the
+ * threaded single-process ingest (ingest.c) and the MPI one (ingest_mpi.c). */
+#ifndef HM_MERGER_INGEST_INT_H
+#define HM_MERGER_INGEST_INT_H
+
+#include <stddef.h>
+
+#include "analysis/hta.h"
+#include "common/batch.h"
+#include "ingest.h"
+#include "writer.h"
+
+/* One input file on its way to the writer. */
+struct mrg_slot {
+    int state;                    /* 0 empty, 1 parsing, 2 ready (threaded ingest) */
+    struct hm_batch *batch;       /* owned until released */
+    struct an_rank_result res[2]; /* [0] hta mode, [1] all_steps */
+    int analysed;                 /* res is filled */
+    int rc;                       /* reading it failed: err says why */
+    struct hm_err err;
+};
+
+/* Rank bookkeeping for duplicate detection: rank -> file index + 1. */
+struct rank_map {
+    size_t *owner;
+    size_t cap;
+};
+
+struct mrg_store {
+    char *const *files;           /* borrowed, sorted */
+    size_t nfiles;
+    const struct mrg_ingest_opts *opts;
+    struct mrg_writer *w;         /* borrowed */
+    struct mrg_ingest_stats *st;  /* borrowed */
+    struct rank_map ranks;        /* owned: free(ranks.owner) */
+};
+
+/* Stores file i (analysing it first if needed); a failed file is skipped
+ * under --keep-going. Returns 0, or an error for the whole ingest. */
+int mrg_store_slot(struct mrg_store *p, size_t i, struct mrg_slot *s, struct hm_err *err);
+
+/* Frees the slot's batch and results. */
+void mrg_release_slot(struct mrg_slot *s);
+
+#endif
