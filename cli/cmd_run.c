@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -210,6 +211,21 @@ static int run_loop(struct loop *L, struct hm_err *err)
     return rc < 0 ? rc : 0;
 }
 
+/* HTAMERGE_STATS=1: the collector's own CPU time (not its child's), for
+ * the overhead benchmark. */
+static void print_stats(int rank, struct col_rank *col)
+{
+    struct rusage ru;
+    struct col_rank_stats st = {0};
+
+    getrusage(RUSAGE_SELF, &ru);
+    if (col)
+        col_rank_stats(col, &st);
+    fprintf(stderr, "htamerge-stats: rank %d cpu_user_s %.3f cpu_sys_s %.3f files %lld batches %lld\n", rank,
+            ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6, ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6,
+            (long long)st.files, (long long)st.batches);
+}
+
 int cli_run(int argc, char **argv)
 {
     struct run_opts o = {0};
@@ -263,6 +279,8 @@ int cli_run(int argc, char **argv)
                     complete ? "complete" : "incomplete");
         }
     }
+    if (getenv("HTAMERGE_STATS"))
+        print_stats(L.rank, L.col);
     col_rank_free(L.col);
     col_link_free(L.link);
     if (o.keep_traces)

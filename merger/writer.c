@@ -1416,51 +1416,100 @@ int mrg_writer_close_live(struct mrg_writer *w, struct hm_err *err)
     return rc;
 }
 
+/* The clock models of a realign pass, by rank and by track. */
+int mrg_writer_flush(struct mrg_writer *w, struct hm_err *err)
+{
+    if (w->failed)
+        return fail(w, err, HM_EINVAL, -1, "the writer failed earlier");
+    return write_dimensions_part(w, 0, err);
+}
+
+sqlite3 *mrg_writer_db(struct mrg_writer *w)
+{
+    return w->db;
+}
+
 struct realign {
-    int rank;
-    int64_t applied;
-    int64_t (*offset_at)(void *ctx, int64_t peer_ns);
-    void *ctx;
+    const struct mrg_realign_rank *ranks; /* borrowed, indexed by rank; fn NULL = keep */
+    int nranks;
+    int *track_rank;                      /* owned: tracks.id -> rank, -1 none */
+    int64_t ntracks;
 };
 
+static int64_t realign_one(const struct realign *ra, int rank, int64_t t)
+{
+    const struct mrg_realign_rank *m;
+    int64_t peer;
+
+    if (rank < 0 || rank >= ra->nranks || !ra->ranks[rank].offset_at)
+        return t;
+    m = &ra->ranks[rank];
+    peer = t - m->applied_offset_ns;
+    return peer + m->offset_at(m->ctx, peer);
+}
+
+/* hm_realign(rank, t) and hm_realign_track(track, t). */
 static void sql_realign(sqlite3_context *cx, int argc, sqlite3_value **argv)
 {
     const struct realign *ra = sqlite3_user_data(cx);
-    int64_t peer;
+    int64_t key = sqlite3_value_int64(argv[0]);
 
     (void)argc;
-    if (sqlite3_value_type(argv[0]) == SQLITE_NULL) {
+    if (sqlite3_value_type(argv[1]) == SQLITE_NULL) {
         sqlite3_result_null(cx);
         return;
     }
-    peer = sqlite3_value_int64(argv[0]) - ra->applied;
-    sqlite3_result_int64(cx, peer + ra->offset_at(ra->ctx, peer));
+    sqlite3_result_int64(cx, realign_one(ra, (int)key, sqlite3_value_int64(argv[1])));
 }
 
-static void sql_realign_rank(sqlite3_context *cx, int argc, sqlite3_value **argv)
+static void sql_realign_track(sqlite3_context *cx, int argc, sqlite3_value **argv)
 {
-    (void)argc, (void)argv;
-    sqlite3_result_int(cx, ((const struct realign *)sqlite3_user_data(cx))->rank);
+    const struct realign *ra = sqlite3_user_data(cx);
+    int64_t track = sqlite3_value_int64(argv[0]);
+    int rank = track >= 0 && track < ra->ntracks ? ra->track_rank[track] : -1;
+
+    (void)argc;
+    sqlite3_result_int64(cx, realign_one(ra, rank, sqlite3_value_int64(argv[1])));
 }
 
-int mrg_writer_realign(struct mrg_writer *w, int rank, int64_t applied_offset_ns,
-                       int64_t (*offset_at)(void *ctx, int64_t peer_ns), void *ctx,
-                       struct hm_err *err)
+int mrg_writer_realign_all(struct mrg_writer *w, const struct mrg_realign_rank *ranks, int nranks,
+                           struct hm_err *err)
 {
-    struct realign ra = {rank, applied_offset_ns, offset_at, ctx};
-    int rc = write_dimensions_part(w, 0, err);
+    struct realign ra = {ranks, nranks, NULL, w->next_track};
+    int rc, any = 0;
 
+    for (int r = 0; r < nranks; r++)
+        any |= ranks[r].offset_at != NULL;
+    if (!any)
+        return 0;
+    rc = write_dimensions_part(w, 0, err);
     if (rc)
         return rc;
-    if (sqlite3_create_function(w->db, "hm_realign", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, &ra,
+    ra.track_rank = malloc((size_t)(ra.ntracks ? ra.ntracks : 1) * sizeof *ra.track_rank);
+    if (!ra.track_rank)
+        return fail(w, err, HM_ENOMEM, -1, "out of memory");
+    for (int64_t t = 0; t < ra.ntracks; t++)
+        ra.track_rank[t] = -1;
+    for (int r = 0; r < w->nranks; r++)
+        for (size_t i = 0; i < w->ranks[r].tracks.n; i++)
+            ra.track_rank[w->ranks[r].tracks.v[i].id] = r;
+    if (sqlite3_create_function(w->db, "hm_realign", 2, SQLITE_UTF8 | SQLITE_DETERMINISTIC, &ra,
                                 sql_realign, NULL, NULL) != SQLITE_OK ||
-        sqlite3_create_function(w->db, "hm_realign_rank", 0, SQLITE_UTF8 | SQLITE_DETERMINISTIC, &ra,
-                                sql_realign_rank, NULL, NULL) != SQLITE_OK)
-        return fail_sql(w, err, "registering the clock function");
-    rc = exec(w, hm_sql_writer_realign, err, "applying the clock model");
-    sqlite3_create_function(w->db, "hm_realign", 1, SQLITE_UTF8, NULL, NULL, NULL, NULL);
-    sqlite3_create_function(w->db, "hm_realign_rank", 0, SQLITE_UTF8, NULL, NULL, NULL, NULL);
+        sqlite3_create_function(w->db, "hm_realign_track", 2, SQLITE_UTF8 | SQLITE_DETERMINISTIC, &ra,
+                                sql_realign_track, NULL, NULL) != SQLITE_OK)
+        rc = fail_sql(w, err, "registering the clock function");
+    else
+        rc = exec(w, hm_sql_writer_realign, err, "applying the clock model");
+    sqlite3_create_function(w->db, "hm_realign", 2, SQLITE_UTF8, NULL, NULL, NULL, NULL);
+    sqlite3_create_function(w->db, "hm_realign_track", 2, SQLITE_UTF8, NULL, NULL, NULL, NULL);
+    free(ra.track_rank);
     return rc;
+}
+
+int mrg_writer_build_indexes(struct mrg_writer *w, struct hm_err *err)
+{
+    int rc = write_dimensions_part(w, 0, err);
+    return rc ? rc : exec(w, hm_sql_indexes, err, "building indexes");
 }
 
 int mrg_writer_update_clock(struct mrg_writer *w, int rank, int64_t offset_ns, double drift_ppm,
@@ -1483,16 +1532,25 @@ int mrg_writer_update_clock(struct mrg_writer *w, int rank, int64_t offset_ns, d
     return 0;
 }
 
-/* Interns a global string into b; UINT32_MAX when out of memory. */
-static hm_strid to_batch(const struct mrg_writer *w, struct hm_batch *b, sqlite3_stmt *st, int col)
+/* Interns a global string into b, once per id (map: global id -> batch
+ * id, 0 = not yet); UINT32_MAX when out of memory. */
+static hm_strid to_batch(const struct mrg_writer *w, struct hm_batch *b, sqlite3_stmt *st, int col,
+                         hm_strid *map)
 {
     size_t len;
     const char *s;
+    hm_strid g;
 
     if (sqlite3_column_type(st, col) == SQLITE_NULL)
         return 0;
-    s = hm_strtab_get(w->strings, (hm_strid)sqlite3_column_int64(st, col), &len);
-    return hm_batch_intern(b, s, len);
+    g = (hm_strid)sqlite3_column_int64(st, col);
+    if (g < hm_strtab_count(w->strings) && map[g])
+        return map[g];
+    s = hm_strtab_get(w->strings, g, &len);
+    hm_strid id = hm_batch_intern(b, s, len);
+    if (g < hm_strtab_count(w->strings) && id != UINT32_MAX)
+        map[g] = id;
+    return id;
 }
 
 static int64_t col_opt(sqlite3_stmt *st, int col)
@@ -1500,13 +1558,18 @@ static int64_t col_opt(sqlite3_stmt *st, int col)
     return sqlite3_column_type(st, col) == SQLITE_NULL ? HM_NONE : sqlite3_column_int64(st, col);
 }
 
-static int load_slices(struct mrg_writer *w, int rank, struct hm_batch *b, struct hm_err *err)
+static int load_slices(struct mrg_writer *w, int rank, struct hm_batch *b, int64_t **ids,
+                       struct hm_err *err)
 {
+    size_t cap = 0;
     sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(w->db, hm_sql_writer_load_slices, -1, &st, NULL);
+    hm_strid *map = calloc(hm_strtab_count(w->strings) + 1, sizeof *map);
+    int rc = map ? sqlite3_prepare_v2(w->db, hm_sql_writer_load_slices, -1, &st, NULL) : SQLITE_NOMEM;
 
-    if (rc != SQLITE_OK)
+    if (rc != SQLITE_OK) {
+        free(map);
         return fail_sql(w, err, "loading a rank");
+    }
     sqlite3_bind_int(st, 1, rank);
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         int64_t t = hm_batch_track(b, (uint32_t)sqlite3_column_int(st, 8), sqlite3_column_int64(st, 9),
@@ -1514,11 +1577,12 @@ static int load_slices(struct mrg_writer *w, int rank, struct hm_batch *b, struc
         struct hm_slice *s = HM_VEC_PUSH(b->slices);
         if (t < 0 || !s) {
             sqlite3_finalize(st);
+            free(map);
             return fail(w, err, HM_ENOMEM, rank, "out of memory loading a rank");
         }
         s->ts = sqlite3_column_int64(st, 0);
         s->dur = sqlite3_column_int64(st, 1);
-        s->name = to_batch(w, b, st, 2);
+        s->name = to_batch(w, b, st, 2, map);
         s->cat = (uint16_t)sqlite3_column_int(st, 3);
         s->correlation = col_opt(st, 4);
         s->external_id = col_opt(st, 5);
@@ -1526,16 +1590,31 @@ static int load_slices(struct mrg_writer *w, int rank, struct hm_batch *b, struc
         s->flags = (uint16_t)sqlite3_column_int(st, 7);
         s->track = (uint32_t)t;
         s->iteration = HM_NONE;
+        if (grow((void **)ids, &cap, b->slices.n, sizeof **ids)) {
+            sqlite3_finalize(st);
+            free(map);
+            return fail(w, err, HM_ENOMEM, rank, "out of memory loading a rank");
+        }
+        (*ids)[b->slices.n - 1] = sqlite3_column_int64(st, 11);
         if (s->name == UINT32_MAX) {
             sqlite3_finalize(st);
+            free(map);
             return fail(w, err, HM_ENOMEM, rank, "out of memory loading a rank");
         }
     }
     sqlite3_finalize(st);
+    free(map);
     return rc == SQLITE_DONE ? 0 : fail_sql(w, err, "loading a rank");
 }
 
-static int load_steps(struct mrg_writer *w, int rank, struct hm_batch *b, struct hm_err *err)
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int load_steps(struct mrg_writer *w, int rank, struct hm_batch *b, const int64_t *ids,
+                      struct hm_err *err)
 {
     sqlite3_stmt *st = NULL;
     int rc = sqlite3_prepare_v2(w->db, hm_sql_writer_load_steps, -1, &st, NULL);
@@ -1552,7 +1631,9 @@ static int load_steps(struct mrg_writer *w, int rank, struct hm_batch *b, struct
         p->number = sqlite3_column_int64(st, 0);
         p->ts = sqlite3_column_int64(st, 1);
         p->dur = sqlite3_column_int64(st, 2);
-        p->slice = (uint32_t)sqlite3_column_int64(st, 3); /* position in load order */
+        int64_t id = sqlite3_column_int64(st, 3);
+        const int64_t *hit = ids ? bsearch(&id, ids, b->slices.n, sizeof *ids, cmp_i64) : NULL;
+        p->slice = hit ? (uint32_t)(hit - ids) : UINT32_MAX; /* position in load order */
     }
     sqlite3_finalize(st);
     return rc == SQLITE_DONE ? 0 : fail_sql(w, err, "loading steps");
@@ -1574,9 +1655,11 @@ int mrg_writer_load_rank(struct mrg_writer *w, int rank, struct hm_batch **out, 
         return fail(w, err, HM_ENOMEM, rank, "out of memory");
     b->info.rank = rank;
     b->info.flags = w->ranks[rank].trace_flags & ~HM_INFO_F_FRACTIONAL_TS;
-    rc = load_slices(w, rank, b, err);
+    int64_t *ids = NULL;
+    rc = load_slices(w, rank, b, &ids, err);
     if (rc == 0)
-        rc = load_steps(w, rank, b, err);
+        rc = load_steps(w, rank, b, ids, err);
+    free(ids);
     if (rc) {
         hm_batch_free(b);
         return rc;

@@ -10,6 +10,8 @@
 
 #include <stdint.h>
 
+#include <sqlite3.h>
+
 #include "analysis/hta.h"
 #include "common/batch.h"
 #include "common/err.h"
@@ -93,11 +95,22 @@ int mrg_writer_commit(struct mrg_writer *w, struct hm_err *err);
  * run cut short. Consumes w. err may be NULL. */
 int mrg_writer_close_live(struct mrg_writer *w, struct hm_err *err);
 
-/* Re-times everything of rank written so far: it was written as peer time
- * + applied_offset_ns; it becomes peer time + offset_at(ctx, peer time). */
-int mrg_writer_realign(struct mrg_writer *w, int rank, int64_t applied_offset_ns,
-                       int64_t (*offset_at)(void *ctx, int64_t peer_ns), void *ctx,
-                       struct hm_err *err);
+/* A rank's final clock model: its rows were written as peer time +
+ * applied_offset_ns and become peer time + offset_at(ctx, peer time).
+ * offset_at NULL leaves the rank as it is. */
+struct mrg_realign_rank {
+    int64_t applied_offset_ns;
+    int64_t (*offset_at)(void *ctx, int64_t peer_ns);
+    void *ctx;
+};
+
+/* Re-times every rank in one pass over the data (ranks[r] for rank r). */
+int mrg_writer_realign_all(struct mrg_writer *w, const struct mrg_realign_rank *ranks, int nranks,
+                           struct hm_err *err);
+
+/* Builds the indexes now (e.g. before reading the data back for the
+ * analyses); _finish then finds them in place. */
+int mrg_writer_build_indexes(struct mrg_writer *w, struct hm_err *err);
 
 /* Replaces the clock summary stored for rank (any time before _finish). */
 int mrg_writer_update_clock(struct mrg_writer *w, int rank, int64_t offset_ns, double drift_ppm,
@@ -107,6 +120,16 @@ int mrg_writer_update_clock(struct mrg_writer *w, int rank, int64_t offset_ns, d
 /* Reads back everything stored for rank as one batch (aligned times, no
  * base), for the analyses. HM_EEMPTY if the rank has nothing. */
 int mrg_writer_load_rank(struct mrg_writer *w, int rank, struct hm_batch **out, struct hm_err *err);
+
+/* --- Cross-rank analyses (merger/cross_rank.c) ------------------------ */
+
+/* Writes the pending strings, ranks and tracks rows (no commit), so SQL on
+ * mrg_writer_db sees everything added so far. */
+int mrg_writer_flush(struct mrg_writer *w, struct hm_err *err);
+
+/* The connection inside the load's transaction: borrowed, valid until
+ * _finish or _abort. For the analyses that fill their own tables. */
+sqlite3 *mrg_writer_db(struct mrg_writer *w);
 
 /* --- Progress ---------------------------------------------------------- */
 

@@ -144,55 +144,128 @@ CREATE TABLE collectives (
     exit_ns    INTEGER   -- aligned end (the slice's ts + dur)
 );
 
--- Collectives matched across ranks: one row per (pg, op, seq) instance.
--- Filled by the collective matcher.
+-- Collectives matched across ranks (merger/match.c): one row per instance.
+-- A rank's rows of one call (record_param_comms CPU op, NCCL kernel,
+-- gloo:/nccl: annotation) count once, timed by the GPU kernel where there is
+-- one, else by the CPU range. Keys, in order: (pg, seq); (comms_id, seq);
+-- else the k-th call of the same (pg, op, size) within the same ProfilerStep.
 CREATE TABLE collective_instances (
-    id            INTEGER PRIMARY KEY,  -- instance id
-    pg            TEXT,     -- process group name
-    op            TEXT,     -- collective name
-    seq           INTEGER,  -- sequence number within the process group
-    group_size    INTEGER,  -- ranks expected (process group size)
-    ranks         INTEGER,  -- ranks present in the trace
-    first_enter_ns INTEGER, -- earliest aligned enter over the ranks
-    last_enter_ns INTEGER,  -- latest aligned enter over the ranks
-    late_rank     INTEGER,  -- rank that entered last -> ranks.rank
-    skew_ns       INTEGER,  -- last_enter_ns - first_enter_ns
-    min_exit_ns   INTEGER,  -- earliest aligned exit
-    max_exit_ns   INTEGER   -- latest aligned exit
+    id             INTEGER PRIMARY KEY,  -- instance id
+    pg             TEXT,     -- process group name ("comm:<id>" when keyed by a communicator id); NULL if unknown
+    op             TEXT,     -- collective name, normalised: lower case, no '_' (allreduce, allgatherbase, ...)
+    seq            INTEGER,  -- sequence number within the process group; for match = 'order' the 0-based index of the call among the same (pg, op, size) in its step
+    match          TEXT,     -- how the ranks were matched: pg_seq, comms_id, order
+    step           INTEGER,  -- ProfilerStep number the call belongs to; NULL if none
+    size           INTEGER,  -- elements (In msg nelems, or the product of the first input's dims); NULL if unknown
+    group_size     INTEGER,  -- ranks expected (process group size); NULL if unknown
+    ranks          INTEGER,  -- ranks present in the trace
+    analysed       INTEGER,  -- 1 if the straggler analysis counts it (two or more ranks, not point-to-point)
+    first_enter_ns INTEGER,  -- earliest aligned enter over the ranks
+    last_enter_ns  INTEGER,  -- latest aligned enter over the ranks
+    late_rank      INTEGER,  -- rank that entered last -> ranks.rank; NULL when all entered at once or alone
+    skew_ns        INTEGER,  -- last_enter_ns - first_enter_ns (arrival skew)
+    min_exit_ns    INTEGER,  -- earliest aligned exit
+    max_exit_ns    INTEGER   -- latest aligned exit
 );
 
--- Membership of a matched collective: one row per rank present.
+-- Membership of a matched collective: one row per rank present, with
+-- Scalasca's wait states (REFERENCE.md section 3) on aligned clocks.
 CREATE TABLE collective_instance_ranks (
-    instance   INTEGER,  -- -> collective_instances.id
-    rank       INTEGER,  -- -> ranks.rank
-    collective INTEGER,  -- -> collectives.id
-    enter_ns   INTEGER,  -- aligned enter of this rank
-    exit_ns    INTEGER   -- aligned exit of this rank
+    instance      INTEGER,  -- -> collective_instances.id
+    rank          INTEGER,  -- -> ranks.rank
+    collective    INTEGER,  -- the row that gives the times -> collectives.id
+    source        TEXT,     -- what timed it: gpu (kernel), cpu (CPU op), annotation (gloo:/nccl: range)
+    enter_ns      INTEGER,  -- aligned enter of this rank (after any clock condition repair)
+    exit_ns       INTEGER,  -- aligned exit of this rank (after any clock condition repair)
+    repair_ns     INTEGER,  -- forward shift the clock condition repair applied to the exit (0 if none)
+    late          INTEGER,  -- 1 if this rank entered last (and strictly after another rank)
+    wait_ns       INTEGER,  -- wait at NxN: last_enter_ns - enter_ns
+    completion_ns INTEGER,  -- NxN completion: exit_ns - min_exit_ns
+    blame_ns      INTEGER   -- on the late rank's row: the waits of all the others, which it caused; else 0
+);
+
+-- Straggler verdicts (merger/stragglers.c): one row for the whole run
+-- (step NULL) and one per ProfilerStep. The rule is in merger/stragglers.h.
+CREATE TABLE straggler_verdicts (
+    step        INTEGER,  -- ProfilerStep number; NULL for the whole run
+    straggler   INTEGER,  -- the rank that stands out -> ranks.rank; NULL when none does
+    candidate   INTEGER,  -- the rank with the most blame, straggler or not; NULL without blame
+    instances   INTEGER,  -- analysed instances
+    late_count  INTEGER,  -- instances the candidate entered last
+    blame_share REAL,     -- candidate's blame / all blame (0..1); NULL without blame
+    evidence    TEXT      -- one sentence saying why
+);
+
+-- Clock checks against collectives (merger/clock_refine.c), one row per
+-- rank other than the reference: for offline ingest the fit that refined the
+-- clock, for live runs how well the MPI ping-pong model agrees with the
+-- collectives' exits.
+CREATE TABLE clock_checks (
+    rank          INTEGER PRIMARY KEY,  -- -> ranks.rank
+    reference     INTEGER,  -- rank the exits were compared with
+    samples       INTEGER,  -- matched blocking instances used
+    before_ns     INTEGER,  -- median of (reference exit - this rank's exit) before refinement
+    after_ns      INTEGER,  -- the same after refinement (live: with the MPI model)
+    resid_ns      INTEGER,  -- robust scatter (1.4826 x MAD) of those differences after refinement
+    fit_offset_ns INTEGER,  -- correction fitted from the exits, at fit_ref_ns
+    fit_drift_ppm REAL,     -- drift fitted from the exits (0 when not significant)
+    fit_ref_ns    INTEGER,  -- aligned ns at which fit_offset_ns holds
+    applied       INTEGER,  -- 1 if the data was re-timed with the fit (ranks.clock_method = collectives)
+    violations    INTEGER,  -- instances where this rank left before the last rank entered (after the fit)
+    repair_max_ns INTEGER   -- largest forward shift the controlled-logical-clock repair applied
 );
 
 -- NVTX (and user annotation) ranges matched across ranks by name path and
--- occurrence. Filled by the NVTX stitcher.
+-- occurrence within their step. Filled by merger/nvtx_stitch.c.
 CREATE TABLE nvtx_stitched (
     id             INTEGER PRIMARY KEY,  -- stitched range id
     name           INTEGER,  -- range name -> strings.id
-    path           TEXT,     -- enclosing range names joined by '/', e.g. train_step/backward
-    occurrence     INTEGER,  -- n-th occurrence of the path on each rank (0-based)
+    path           TEXT,     -- enclosing range names and its own, joined by '/', e.g. train_step/backward (ProfilerStep#N left out)
+    step           INTEGER,  -- ProfilerStep number; NULL outside steps
+    occurrence     INTEGER,  -- n-th occurrence of the path within the step on each rank (0-based)
     ranks          INTEGER,  -- ranks that have this occurrence
     first_enter_ns INTEGER,  -- earliest aligned enter
     last_enter_ns  INTEGER,  -- latest aligned enter
-    late_rank      INTEGER,  -- rank that entered last -> ranks.rank
+    late_rank      INTEGER,  -- rank that entered last -> ranks.rank; NULL when all entered at once or alone
     skew_ns        INTEGER,  -- last_enter_ns - first_enter_ns
-    gpu_ns         INTEGER   -- GPU time of the work launched inside, summed over ranks
+    min_exit_ns    INTEGER,  -- earliest aligned exit
+    max_exit_ns    INTEGER,  -- latest aligned exit
+    gpu_ns         INTEGER,  -- GPU time of the work launched inside, summed over ranks
+    gpu_ops        INTEGER   -- GPU ops launched inside, summed over ranks
 );
 
--- Membership of a stitched range: one row per rank present.
+-- Membership of a stitched range: one row per rank present. GPU projection
+-- as Nsight Systems' nvtx_gpu_proj_sum: the GPU ops whose launch call lies
+-- inside the range on the same thread.
 CREATE TABLE nvtx_stitched_ranks (
-    stitched INTEGER,  -- -> nvtx_stitched.id
-    rank     INTEGER,  -- -> ranks.rank
-    slice    INTEGER,  -- the range's slice -> slices.id
-    enter_ns INTEGER,  -- aligned enter
-    exit_ns  INTEGER,  -- aligned exit
-    gpu_ns   INTEGER   -- GPU time of the work launched inside on this rank
+    stitched     INTEGER,  -- -> nvtx_stitched.id
+    rank         INTEGER,  -- -> ranks.rank
+    slice        INTEGER,  -- the range's slice -> slices.id
+    enter_ns     INTEGER,  -- aligned enter
+    exit_ns      INTEGER,  -- aligned exit
+    gpu_start_ns INTEGER,  -- start of the first GPU op launched inside; NULL if none
+    gpu_end_ns   INTEGER,  -- end of the last GPU op launched inside; NULL if none
+    gpu_ns       INTEGER,  -- summed duration of the GPU ops launched inside
+    gpu_ops      INTEGER   -- number of those GPU ops
+);
+
+-- Step breakdown per rank, MLPerf style (merger/step_breakdown.c): each
+-- instant of a ProfilerStep goes to exactly one bucket, first match wins:
+-- exposed communication (communication running, no computation kernel),
+-- the forward / backward / optimizer annotation the CPU is inside, compute
+-- (a computation kernel running), else other. The buckets add up to dur_ns.
+CREATE TABLE step_breakdown (
+    rank            INTEGER,  -- -> ranks.rank
+    step            INTEGER,  -- ProfilerStep number
+    dur_ns          INTEGER,  -- the step's duration
+    forward_ns      INTEGER,  -- inside a forward annotation (forward, fwd, ...)
+    backward_ns     INTEGER,  -- inside a backward annotation (backward, bwd, ...)
+    optimizer_ns    INTEGER,  -- inside an optimizer annotation (optimizer, optimizer_step, opt_step, ...)
+    compute_ns      INTEGER,  -- computation kernels running outside those annotations
+    exposed_comm_ns INTEGER,  -- communication (NCCL kernels, or CPU collective ranges on ranks without them) while no computation kernel runs
+    other_ns        INTEGER,  -- the rest: data loading, host work, idle
+    source          TEXT,     -- annotations (phase names found in the step) or kernels (kernel classes only)
+    PRIMARY KEY (rank, step)
 );
 
 -- ProfilerStep#N ranges per rank; the analysis columns are filled from the

@@ -203,7 +203,7 @@ static int64_t ident(const struct kj_tok *t)
 
     if (!t)
         return 0;
-    if (t->type == KJ_NUM && kj_tok_num(t, 0, &v) == 0)
+    if (t->type == KJ_NUM && kj_num_scaled(t->p, t->n, 0, &v) == 0)
         return v;
     if (t->type == KJ_STR) {
         if (kj_num_scaled(t->p, t->n, 0, &v) == 0)
@@ -341,8 +341,8 @@ static int complete_check(struct kj_builder *k, const struct kj_event *ev, int64
     else if (!cat)
         why = HM_SKIP_NO_CAT;
     else if (!tts || tts->type != KJ_NUM || tdur->type != KJ_NUM || cat->type != KJ_STR ||
-             (name && name->type != KJ_STR) || kj_tok_num(tts, 3, ts) != 0 ||
-             kj_tok_num(tdur, 3, dur) != 0)
+             (name && name->type != KJ_STR) || kj_num_scaled(tts->p, tts->n, 3, ts) != 0 ||
+             kj_num_scaled(tdur->p, tdur->n, 3, dur) != 0)
         why = HM_SKIP_BAD_VALUE;
     else if (*dur < 0)
         why = HM_SKIP_NEGATIVE_DUR;
@@ -430,7 +430,7 @@ static int on_instant(struct kj_builder *k, const struct kj_event *ev)
 
     if (!tok_is(fld(ev, KJ_F_NAME), "[memory]", 8))
         return skip(k, HM_SKIP_UNSUPPORTED_PH);
-    if (!tts || tts->type != KJ_NUM || kj_tok_num(tts, 3, &ts) != 0)
+    if (!tts || tts->type != KJ_NUM || kj_num_scaled(tts->p, tts->n, 3, &ts) != 0)
         return skip(k, HM_SKIP_BAD_VALUE);
     dev = fld_int(ev, KJ_F_A_DEVICE_ID, -1);
     if (dev < INT32_MIN || dev > INT32_MAX)
@@ -488,8 +488,11 @@ int kj_builder_event(void *ctx, const struct kj_event *ev)
     const struct kj_tok *ph = fld(ev, KJ_F_PH);
     int rc;
 
-    if (!(k->b->info.flags & HM_INFO_F_FRACTIONAL_TS) && ts_fractional(ev))
+    if (!(k->b->info.flags & HM_INFO_F_FRACTIONAL_TS) && ts_fractional(ev)) {
         k->b->info.flags |= HM_INFO_F_FRACTIONAL_TS;
+        /* Flows only ever mattered for this flag: the walk may skip them now. */
+        k->skip_ph['s'] = k->skip_ph['f'] = k->skip_ph['t'] = 1;
+    }
     if (ev->not_object || !ph || ph->type != KJ_STR)
         return skip(k, HM_SKIP_BAD_VALUE);
     if (ph->n != 1)

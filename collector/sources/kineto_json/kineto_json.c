@@ -148,7 +148,8 @@ static int finish(struct kj_read *r, const char *path)
 /* Walks buf into r's batch; fills err on failure. */
 static int walk(struct kj_read *r, const struct kj_buf *buf, const char *path, struct hm_err *err)
 {
-    struct kj_sink sink = {.ctx = r, .event = on_event, .member = on_member};
+    struct kj_sink sink = {.ctx = r, .event = on_event, .member = on_member,
+                           .skip_ph = r->bld.skip_ph};
     struct kj_fail fail;
     int rc;
 

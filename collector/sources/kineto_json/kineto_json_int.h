@@ -68,9 +68,7 @@ enum kj_type {
 };
 
 /* A borrowed view into the document or the walker's string buffer, valid
- * until kj_parse returns. KJ_NUM, KJ_BOOL, KJ_NULL, KJ_OBJ and KJ_ARR
- * tokens always point into the document, so KJ_PADDING bytes after their
- * end may be read. */
+ * until kj_parse returns. */
 struct kj_tok {
     const char *p;
     uint32_t n;
@@ -106,6 +104,7 @@ enum kj_field {
 struct kj_event {
     uint64_t present;
     int not_object;             /* the element was not a JSON object */
+    int skipped;                /* walk-internal: dropped by the sink's skip_ph */
     struct kj_tok args;
     struct kj_tok f[KJ_F__COUNT];
 };
@@ -125,6 +124,12 @@ struct kj_sink {
     int (*member)(void *ctx, enum kj_section sec, const char *key, size_t keylen,
                   const struct kj_tok *val, const char *raw, size_t rawlen);
     void (*progress)(void *ctx, uint64_t bytes_done);
+    /* May be NULL. skip_ph[c] nonzero: an event whose "ph" is the
+     * one-character string c would be ignored by event, so the walk may
+     * skip the rest of it (unvalidated, like any value it does not read)
+     * and not hand it over. Read at every such event: the sink may change
+     * it as it goes. */
+    const unsigned char *skip_ph;
 };
 
 /* Why a walk failed: offset into the JSON (-1 if unknown), a static
@@ -164,9 +169,6 @@ int kj_diag_cut_short(const char *p, size_t n);
  * in int64. */
 int kj_num_scaled(const char *s, size_t n, int scale, int64_t *out);
 
-/* kj_num_scaled on a token's text; faster for KJ_NUM (reads past its end). */
-int kj_tok_num(const struct kj_tok *t, int scale, int64_t *out);
-
 /* Integer value of a token: a number, or a string holding one; def if the
  * token is absent or not an integer that fits. */
 int64_t kj_tok_int(const struct kj_tok *t, int64_t def);
@@ -186,6 +188,7 @@ struct kj_builder {
     struct kj_names *names;      /* owned */
     struct kj_icache *icache;    /* owned */
     hm_strid s_total_alloc, s_total_reserved;
+    unsigned char skip_ph[256];  /* the sink's skip_ph: flows, once they cannot matter */
     struct {                     /* direct-mapped cache of track lookups */
         int64_t pid, tid;
         uint32_t kind, index;    /* index + 1; 0 = empty slot */

@@ -258,6 +258,7 @@ error_code walker::event(ondemand::value &v, kj_event *ev)
     ev->present = 0;
     ev->args.type = KJ_ABSENT;
     ev->not_object = 0;
+    ev->skipped = 0;
     ondemand::json_type jt;
     if (v.type().get(jt) || jt != ondemand::json_type::object) {
         ev->not_object = 1;
@@ -280,6 +281,11 @@ error_code walker::event(ondemand::value &v, kj_event *ev)
         if ((e = token(f.value(), &ev->f[id], nullptr)))
             return e;
         ev->present |= 1ull << id;
+        if (id == KJ_F_PH && sink->skip_ph && ev->f[id].type == KJ_STR && ev->f[id].n == 1 &&
+            sink->skip_ph[(unsigned char)ev->f[id].p[0]]) {
+            ev->skipped = 1;
+            return SUCCESS;   /* the array walk skips the rest of the object */
+        }
     }
     return SUCCESS;
 }
@@ -299,7 +305,7 @@ error_code walker::events(ondemand::value &v)
             return e;
         if ((e = event(er.value_unsafe(), &ev)))
             return e;
-        if ((sink_rc = sink->event(sink->ctx, &ev)))
+        if (!ev.skipped && (sink_rc = sink->event(sink->ctx, &ev)))
             return UNEXPECTED_ERROR;
         if ((++nevents & 4095) == 0 && sink->progress) {
             const char *loc;

@@ -1,0 +1,385 @@
+/* Cross-rank analyses driver (API in cross_rank.h): loads what the stages
+ * need of each rank from the database being written, then runs them in
+ * order, each one using what the one before left in the context:
+ *   load view -> collect logical collectives -> match instances ->
+ *   clock refine / check (may re-time the data) -> clock condition repair ->
+ *   wait states and straggler verdicts -> store -> NVTX stitching ->
+ *   step breakdown.
+ * Nothing here writes slices; re-timing goes through mrg_writer_realign. */
+#include "cross_rank.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/hta.h"
+#include "clock_refine.h"
+#include "common/record.h"
+#include "common/strtab.h"
+#include "cross_rank_int.h"
+#include "hm_sql.h"
+#include "match.h"
+#include "nvtx_stitch.h"
+#include "step_breakdown.h"
+#include "stragglers.h"
+
+/* --- Shared helpers ----------------------------------------------------- */
+
+int xr_sql_fail(struct xr_ctx *x, struct hm_err *err, const char *what)
+{
+    return hm_err_set(err, HM_ESQL, NULL, -1, "%s: %s", what, sqlite3_errmsg(x->db));
+}
+
+int xr_prepare(struct xr_ctx *x, const char *sql, sqlite3_stmt **st, struct hm_err *err)
+{
+    if (sqlite3_prepare_v2(x->db, sql, -1, st, NULL) != SQLITE_OK)
+        return xr_sql_fail(x, err, "cross-rank analysis");
+    return 0;
+}
+
+int xr_exec(struct xr_ctx *x, const char *sql, struct hm_err *err, const char *what)
+{
+    if (sqlite3_exec(x->db, sql, NULL, NULL, NULL) != SQLITE_OK)
+        return xr_sql_fail(x, err, what);
+    return 0;
+}
+
+void xr_bind_opt(sqlite3_stmt *st, int i, int64_t v)
+{
+    if (v == HM_NONE)
+        sqlite3_bind_null(st, i);
+    else
+        sqlite3_bind_int64(st, i, v);
+}
+
+int64_t xr_col_opt(sqlite3_stmt *st, int col)
+{
+    return sqlite3_column_type(st, col) == SQLITE_NULL ? HM_NONE : sqlite3_column_int64(st, col);
+}
+
+const char *xr_name(const struct xr_ctx *x, int64_t id)
+{
+    size_t len;
+    const char *s = id > 0 ? hm_strtab_get(x->names, (hm_strid)id, &len) : NULL;
+    return s ? s : "";
+}
+
+int64_t xr_intern(struct xr_ctx *x, const char *s)
+{
+    hm_strid id = hm_strtab_intern_cstr(x->names, s);
+    return id == UINT32_MAX ? 0 : (int64_t)id;
+}
+
+/* Grows the per-string caches to hold id. 0 or HM_ENOMEM. */
+static int str_reserve(struct xr_ctx *x, int64_t id)
+{
+    size_t n = x->nstr, need = (size_t)id + 1;
+    char **s;
+    signed char *k;
+    unsigned char *a;
+
+    if (need <= n)
+        return 0;
+    need = need < 2 * n ? 2 * n : need + 64;
+    s = realloc(x->str, need * sizeof *s);
+    if (s)
+        x->str = s;
+    k = realloc(x->kcls, need);
+    if (k)
+        x->kcls = k;
+    a = realloc(x->aflags, need);
+    if (a)
+        x->aflags = a;
+    if (!s || !k || !a)
+        return HM_ENOMEM;
+    memset(s + n, 0, (need - n) * sizeof *s);
+    memset(k + n, -1, need - n);
+    memset(a + n, 0, need - n);
+    x->nstr = need;
+    return 0;
+}
+
+const char *xr_str(struct xr_ctx *x, int64_t id)
+{
+    const unsigned char *t;
+
+    if (id <= 0 || str_reserve(x, id))
+        return "";
+    if (x->str[id])
+        return x->str[id];
+    if (!x->str_st &&
+        sqlite3_prepare_v2(x->db, "SELECT str FROM strings WHERE id = ?1", -1, &x->str_st, NULL))
+        return "";
+    sqlite3_bind_int64(x->str_st, 1, id);
+    t = sqlite3_step(x->str_st) == SQLITE_ROW ? sqlite3_column_text(x->str_st, 0) : NULL;
+    x->str[id] = strdup(t ? (const char *)t : "");
+    sqlite3_reset(x->str_st);
+    return x->str[id] ? x->str[id] : "";
+}
+
+static int kclass_of(struct xr_ctx *x, int64_t id)
+{
+    if (id <= 0 || str_reserve(x, id))
+        return XR_COMP;
+    if (x->kcls[id] < 0) {
+        enum an_kclass k = an_kclass_of(xr_str(x, id));
+        x->kcls[id] = (signed char)(k == AN_KCLASS_COMM ? XR_COMM : k == AN_KCLASS_MEMORY ? XR_MEM
+                                                                                      : XR_COMP);
+    }
+    return x->kcls[id];
+}
+
+/* Case-insensitive: does s equal one of the words (NULL-terminated)? */
+static int is_word(const char *s, const char *const *words)
+{
+    for (int i = 0; words[i]; i++)
+        if (!strcasecmp(s, words[i]))
+            return 1;
+    return 0;
+}
+
+/* Phase names users give their record_function / NVTX ranges. */
+static unsigned phase_of(const char *s)
+{
+    static const char *const fwd[] = {"forward", "fwd", "forward_pass", "model_forward", "forward_step", NULL};
+    static const char *const bwd[] = {"backward", "bwd", "backward_pass", "loss_backward", "backward_step", NULL};
+    static const char *const opt[] = {"optimizer", "optimizer_step", "opt_step", "optimizer.step", "optim",
+                                      "opt", "optimizer_update", "step_optimizer", NULL};
+
+    if (is_word(s, fwd))
+        return XR_A_FWD;
+    if (is_word(s, bwd))
+        return XR_A_BWD;
+    if (is_word(s, opt) || !strncmp(s, "Optimizer.step#", 15))
+        return XR_A_OPT;
+    return 0;
+}
+
+unsigned xr_str_aflags(struct xr_ctx *x, int64_t id)
+{
+    const char *s;
+    unsigned f = XR_A_KNOWN;
+
+    if (id <= 0 || str_reserve(x, id))
+        return XR_A_KNOWN;
+    if (x->aflags[id])
+        return x->aflags[id];
+    s = xr_str(x, id);
+    if (!strncmp(s, "ProfilerStep#", 13))
+        f |= XR_A_STEP;
+    else if (!strncmp(s, "gloo:", 5) || !strncmp(s, "nccl:", 5))
+        f |= XR_A_COLL;
+    else
+        f |= phase_of(s);
+    x->aflags[id] = (unsigned char)f;
+    return f;
+}
+
+/* --- The rank view --------------------------------------------------------- */
+
+static struct xr_rank *rank_at(struct xr_ctx *x, int64_t rank)
+{
+    return rank >= 0 && rank < x->nranks ? &x->ranks[rank] : NULL;
+}
+
+static int load_ranks(struct xr_ctx *x, struct hm_err *err)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = xr_prepare(x, "SELECT max(rank) FROM ranks", &st, err);
+
+    if (rc)
+        return rc;
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
+        x->nranks = sqlite3_column_int(st, 0) + 1;
+    sqlite3_finalize(st);
+    if (x->nranks <= 0)
+        return 0;
+    x->ranks = calloc((size_t)x->nranks, sizeof *x->ranks);
+    x->clock = calloc((size_t)x->nranks, sizeof *x->clock);
+    if (!x->ranks || !x->clock)
+        return hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
+    for (int r = 0; r < x->nranks; r++)
+        x->ranks[r].rank = r;
+    if ((rc = xr_prepare(x, "SELECT rank FROM ranks", &st, err)))
+        return rc;
+    while (sqlite3_step(st) == SQLITE_ROW)
+        x->ranks[sqlite3_column_int(st, 0)].present = 1;
+    sqlite3_finalize(st);
+    return 0;
+}
+
+/* Adds one slice row of the view query to its rank. */
+static int view_row(struct xr_ctx *x, sqlite3_stmt *st)
+{
+    struct xr_rank *r = rank_at(x, sqlite3_column_int64(st, 0));
+    int cat = sqlite3_column_int(st, 4), gpu = sqlite3_column_int(st, 3);
+    int64_t ts = sqlite3_column_int64(st, 5), end = sqlite3_column_int64(st, 6);
+
+    if (!r)
+        return 0;
+    if (gpu && (cat == HM_CAT_KERNEL || cat == HM_CAT_GPU_MEMCPY || cat == HM_CAT_GPU_MEMSET)) {
+        struct xr_gpu *g = HM_VEC_PUSH(r->gpu);
+        if (!g)
+            return HM_ENOMEM;
+        *g = (struct xr_gpu){ts, end, xr_col_opt(st, 7),
+                             cat == HM_CAT_KERNEL ? kclass_of(x, sqlite3_column_int64(st, 8)) : XR_MEM};
+    } else if (!gpu && (cat == HM_CAT_CUDA_RUNTIME || cat == HM_CAT_CUDA_DRIVER)) {
+        struct xr_launch *l;
+        if (sqlite3_column_type(st, 7) == SQLITE_NULL)
+            return 0;
+        if (!(l = HM_VEC_PUSH(r->launches)))
+            return HM_ENOMEM;
+        *l = (struct xr_launch){ts, sqlite3_column_int64(st, 7), sqlite3_column_int64(st, 2)};
+    } else if (!gpu && (cat == HM_CAT_USER_ANNOTATION || cat == HM_CAT_NVTX)) {
+        struct xr_annot *a = HM_VEC_PUSH(r->annots);
+        if (!a)
+            return HM_ENOMEM;
+        *a = (struct xr_annot){sqlite3_column_int64(st, 1), ts, end, sqlite3_column_int64(st, 2),
+                               xr_col_opt(st, 8), xr_col_opt(st, 9)};
+    }
+    return 0;
+}
+
+static int cmp_gpu(const void *pa, const void *pb)
+{
+    const struct xr_gpu *a = pa, *b = pb;
+    return a->ts != b->ts ? (a->ts < b->ts ? -1 : 1) : (a->end > b->end) - (a->end < b->end);
+}
+
+static int cmp_launch(const void *pa, const void *pb)
+{
+    const struct xr_launch *a = pa, *b = pb;
+    if (a->track != b->track)
+        return a->track < b->track ? -1 : 1;
+    return (a->ts > b->ts) - (a->ts < b->ts);
+}
+
+/* Annotations by (track, start, longer first): parents before children. */
+static int cmp_annot(const void *pa, const void *pb)
+{
+    const struct xr_annot *a = pa, *b = pb;
+    if (a->track != b->track)
+        return a->track < b->track ? -1 : 1;
+    if (a->ts != b->ts)
+        return a->ts < b->ts ? -1 : 1;
+    if (a->end != b->end)
+        return a->end > b->end ? -1 : 1;
+    return (a->id > b->id) - (a->id < b->id);
+}
+
+static int load_steps(struct xr_ctx *x, struct hm_err *err)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = xr_prepare(x, hm_sql_xrank_steps, &st, err);
+
+    while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
+        struct xr_rank *r = rank_at(x, sqlite3_column_int64(st, 0));
+        struct xr_step *s;
+        if (!r)
+            continue;
+        if (!(s = HM_VEC_PUSH(r->steps)))
+            rc = hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
+        else
+            *s = (struct xr_step){sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 2),
+                                  sqlite3_column_int64(st, 3), sqlite3_column_int(st, 4)};
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* One scan of the slices for GPU ops, launches and annotations. */
+static int load_view(struct xr_ctx *x, struct hm_err *err)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = xr_prepare(x, hm_sql_xrank_view, &st, err), s;
+
+    if (rc)
+        return rc;
+    while ((s = sqlite3_step(st)) == SQLITE_ROW)
+        if (view_row(x, st)) {
+            sqlite3_finalize(st);
+            return hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory loading the ranks");
+        }
+    sqlite3_finalize(st);
+    if (s != SQLITE_DONE)
+        return xr_sql_fail(x, err, "loading the ranks");
+    for (int i = 0; i < x->nranks; i++) {
+        struct xr_rank *r = &x->ranks[i];
+        qsort(r->gpu.v, r->gpu.n, sizeof *r->gpu.v, cmp_gpu);
+        qsort(r->launches.v, r->launches.n, sizeof *r->launches.v, cmp_launch);
+        qsort(r->annots.v, r->annots.n, sizeof *r->annots.v, cmp_annot);
+    }
+    return load_steps(x, err);
+}
+
+static void ctx_free(struct xr_ctx *x)
+{
+    for (int i = 0; i < x->nranks; i++) {
+        HM_VEC_FREE(x->ranks[i].gpu);
+        HM_VEC_FREE(x->ranks[i].launches);
+        HM_VEC_FREE(x->ranks[i].annots);
+        HM_VEC_FREE(x->ranks[i].steps);
+    }
+    for (size_t i = 0; i < x->nstr; i++)
+        free(x->str[i]);
+    free(x->str);
+    free(x->kcls);
+    free(x->aflags);
+    sqlite3_finalize(x->str_st);
+    free(x->ranks);
+    free(x->clock);
+    HM_VEC_FREE(x->coll);
+    HM_VEC_FREE(x->inst);
+    HM_VEC_FREE(x->members);
+    hm_strtab_free(x->names);
+}
+
+static int run_stages(struct xr_ctx *x, struct mrg_writer *w, struct hm_err *err)
+{
+    int rc = load_ranks(x, err);
+
+    if (rc == 0 && x->nranks > 0)
+        rc = load_view(x, err);
+    if (rc == 0)
+        rc = xr_match_collect(x, err);
+    if (rc == 0)
+        rc = xr_match_build(x, err);
+    if (rc == 0)
+        rc = xr_clock_refine(x, w, err);
+    if (rc == 0)
+        rc = xr_clock_condition(x, err);
+    if (rc == 0)
+        rc = xr_stragglers_judge(x, err);
+    if (rc == 0)
+        rc = xr_match_store(x, err);
+    if (rc == 0)
+        rc = xr_stragglers_store(x, err);
+    if (rc == 0)
+        rc = xr_clock_store(x, err);
+    if (rc == 0)
+        rc = xr_nvtx_stitch(x, err);
+    if (rc == 0)
+        rc = xr_step_breakdown(x, err);
+    return rc;
+}
+
+int mrg_cross_rank_finish(struct mrg_writer *w, const struct mrg_cross_rank_opts *opts,
+                          struct hm_err *err)
+{
+    struct xr_ctx x = {0};
+    int rc = mrg_writer_flush(w, err);
+
+    if (rc)
+        return rc;
+    x.db = mrg_writer_db(w);
+    x.live = opts && opts->live;
+    x.no_refine = opts && opts->no_refine;
+    x.names = hm_strtab_new();
+    if (!x.names)
+        return hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
+    rc = run_stages(&x, w, err);
+    ctx_free(&x);
+    if (rc)
+        hm_err_prefix(err, "cross-rank analysis");
+    return rc;
+}

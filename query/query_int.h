@@ -1,0 +1,121 @@
+/* What the files of the query server share: parameter parsing (params.c),
+ * a growing text buffer (params.c), the timeline's level of detail
+ * (timeline.c), the embedded web files (static.c), the extra report topics
+ * (verdict.c) and the API handlers (api.c). Callers outside query/ use
+ * server.h; tests include this header to reach the pieces one by one. */
+#ifndef HM_QUERY_INT_H
+#define HM_QUERY_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+#include <sqlite3.h>
+
+#include "common/err.h"
+
+/* ---- parameters (params.c) ---- */
+
+#define QRY_MAX_RANKS 4096   /* ranks in one ?ranks= list */
+#define QRY_MAX_PX 8192      /* pixel columns in one timeline request */
+
+/* Parses a whole decimal integer within [lo, hi]; 0 or -1 (empty, junk,
+ * out of range). */
+int qry_param_i64(const char *s, int64_t lo, int64_t hi, int64_t *out);
+
+/* Parses "1", "0", "true", "false", "yes", "no"; 0 or -1. */
+int qry_param_bool(const char *s, bool *out);
+
+/* Parses a rank list "0,2-5" into out[max]; returns the count, or -1 when
+ * malformed or longer than max. Duplicates are kept. */
+int qry_param_ranks(const char *s, int *out, int max);
+
+/* Whether a decoded URL path may name an embedded web file: absolute, no
+ * "..", no backslash, no NUL (len is the decoded length), no "//". */
+bool qry_path_is_safe(const char *path, size_t len);
+
+/* Whether host (as given to --listen) is a loopback address: 127.0.0.0/8,
+ * ::1 or "localhost". Any other name or address counts as reachable. */
+bool qry_host_is_loopback(const char *host);
+
+/* Splits "HOST:PORT", "[V6]:PORT", "HOST" or ":PORT" (default port kept)
+ * into host (NUL-terminated, at most hostlen-1 chars) and port; 0 or -1. */
+int qry_listen_parse(const char *s, char *host, size_t hostlen, int *port);
+
+/* Compares a presented token with the expected one in time independent of
+ * where they differ. */
+bool qry_token_equal(const char *given, const char *want);
+
+/* A growing text buffer for responses built by hand (the timeline writes
+ * tens of thousands of numbers: cJSON's node per number is too slow). */
+struct qry_buf {
+    char *p;        /* owned; NUL-terminated while !oom */
+    size_t n, cap;
+    bool oom;       /* an append failed: the text is incomplete */
+};
+void qry_buf_printf(struct qry_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void qry_buf_puts(struct qry_buf *b, const char *s);
+void qry_buf_free(struct qry_buf *b);
+
+/* ---- timeline level of detail (timeline.c) ---- */
+
+#define QRY_LOD_MAX_PER_COL 4   /* narrow slices per pixel column before summarising */
+
+/* Per-connection timeline state: the run's extent and, per track, a pyramid
+ * of per-bucket counts and busy time plus the track's wide slices. Built
+ * lazily per track; valid while the database does not change (the server
+ * frees it when PRAGMA data_version moves). */
+struct qry_lod;
+
+/* Creates the state for db (borrowed; must outlive it). Sets up the temp
+ * views the timeline reads, or, when the file has no slices_track_ts index
+ * yet (a live run), a temp copy with that index. NULL with err filled. */
+struct qry_lod *qry_lod_new(sqlite3 *db, struct hm_err *err);
+void qry_lod_free(struct qry_lod *lod);
+
+/* The run's first slice start and last slice end, aligned ns; both 0 when
+ * the file has no slices. */
+void qry_lod_extent(const struct qry_lod *lod, int64_t *origin_ns, int64_t *end_ns);
+
+/* One timeline request. Times are ns relative to the origin. */
+struct qry_window {
+    int64_t t0, t1;      /* t0 < t1 */
+    int px;              /* pixel columns, 1..QRY_MAX_PX */
+    const int *ranks;    /* borrowed; NULL = every rank */
+    int nranks;
+};
+
+/* Appends the window's JSON document to out (shape in timeline.c). */
+int qry_timeline(struct qry_lod *lod, const struct qry_window *w, struct qry_buf *out,
+                 struct hm_err *err);
+
+/* ---- embedded web files (static.c) ---- */
+
+struct qry_asset {
+    const char *path;          /* "/index.html" */
+    const char *mime;          /* Content-Type */
+    const unsigned char *data; /* static */
+    size_t len;
+};
+
+/* Finds the embedded file of a decoded path ("/" means /index.html). */
+bool qry_asset_find(const char *path, struct qry_asset *out);
+
+/* ---- report topics beyond report.c's (verdict.c) ---- */
+
+/* Topics the server adds when report.c does not build them yet, NULL-terminated:
+ * stragglers, collectives. */
+extern const char *const qry_verdict_topics[];
+
+/* Builds a topic of qry_verdict_topics (shapes of ARCHITECTURE.md) from the
+ * base tables, so it also works on a live file that has no views yet.
+ * *out is owned by the caller. */
+int qry_verdict_build(sqlite3 *db, const char *topic, const int *ranks, int nranks, cJSON **out,
+                      struct hm_err *err);
+
+/* Runs sql with ?1..?n bound to the given int64 values and returns its rows
+ * as an array of objects (column name -> value). NULL with err on failure. */
+cJSON *qry_rows(sqlite3 *db, const char *sql, const int64_t *args, int nargs, struct hm_err *err);
+
+#endif

@@ -1,0 +1,702 @@
+/* Timeline windows with level of detail: what /api/timeline answers.
+ *
+ * A window [t0, t1) drawn on px columns of width w = (t1 - t0) / px. Per
+ * track, a slice at least one column wide is always sent. Narrower slices
+ * are sent one by one where a column holds at most QRY_LOD_MAX_PER_COL of
+ * them; a busier column is sent as a summary: how many slices start there
+ * and which fraction of it the track is busy (union of its slices).
+ *
+ * Per track, built lazily on first use by one index-only scan of
+ * slices_track_ts (timeline_track_scan.sql) and kept until the file changes:
+ *   - a pyramid of buckets: level 0 has about n/4 buckets of 2^shift ns,
+ *     each level above halves them; a bucket holds the count of slices
+ *     starting in it and the ns of it that the track covers;
+ *   - the "wide" slices (at least one level-0 bucket long), in memory with
+ *     what drawing them needs.
+ * A window whose columns span at least 4 level-0 buckets ("coarse") is
+ * answered from the pyramid level with 4+ buckets per column, plus one
+ * index range scan per run of sparse columns (at most ~4 rows a column).
+ * A narrower window ("fine") scans its range directly: it holds about
+ * 4 * 4 rows per column on average. So a request costs O(px) buckets plus
+ * the rows actually drawn, whatever the track's size; memory is about
+ * 2 bytes per slice for the pyramid plus the wide slices.
+ *
+ * Not here: HTTP (api.c), the run's other facts (report.c, verdict.c). */
+#include "query_int.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hm_sql.h"
+
+#define LOD_MAX_LEV 64
+#define LOD_L0_MAX (1u << 22)      /* level-0 buckets per track at most */
+#define LOD_ROW_CAP 200000         /* rows read for one track in one window */
+
+/* A slice as drawn; name and coll are 0 when NULL. */
+struct lod_row {
+    int64_t id, ts, dur, name, coll;
+    int32_t depth, cat;
+};
+
+/* A wide slice kept in memory; maxend = max end of it and all before it,
+ * so the first one that can overlap a window is found by bisection. */
+struct lod_wide {
+    struct lod_row r;
+    int64_t maxend;
+};
+
+struct lod_track {
+    int64_t id;
+    int rank;
+    bool built;
+    int64_t base, end;       /* first start, last end (ns) */
+    size_t n;                /* slices */
+    int shift;               /* level-0 bucket width is 1 << shift ns */
+    int nlev;
+    size_t nb[LOD_MAX_LEV];
+    uint32_t *cnt[LOD_MAX_LEV];  /* owned: slices starting in the bucket */
+    float *busy[LOD_MAX_LEV];    /* owned: covered ns of the bucket */
+    struct lod_wide *wide;       /* owned, by ts */
+    size_t nwide;
+};
+
+struct qry_lod {
+    sqlite3 *db;                 /* borrowed */
+    int64_t origin, end;
+    struct lod_track *tracks;    /* owned, in drawing order */
+    size_t ntracks;
+    sqlite3_stmt *scan, *rows, *row1, *str;   /* owned */
+};
+
+/* One request's scratch: per-column accumulators and the name table. */
+struct lod_req {
+    struct qry_lod *lod;
+    const struct qry_window *win;
+    int64_t a, b;                /* window, absolute ns */
+    double w;                    /* column width, ns */
+    uint32_t *cnt;               /* owned, px */
+    double *busy;                /* owned, px: covered ns */
+    int64_t *bfirst, *blast;     /* owned, px: coarse mode bucket range */
+    struct lod_row *rows;        /* owned, scratch */
+    size_t nrows, caprows;
+    bool truncated;
+    int64_t *name_keys;          /* owned: open-addressing strings.id -> index */
+    int *name_idx;
+    size_t name_cap, name_n;
+    cJSON *names;                /* owned: texts by index */
+    struct qry_buf *out;         /* borrowed */
+};
+
+/* ---- setup ---- */
+
+static int64_t q_i64(sqlite3 *db, const char *sql, int col, int64_t dflt)
+{
+    sqlite3_stmt *st = NULL;
+    int64_t v = dflt;
+
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW &&
+        sqlite3_column_type(st, col) != SQLITE_NULL)
+        v = sqlite3_column_int64(st, col);
+    sqlite3_finalize(st);
+    return v;
+}
+
+static int load_tracks(struct qry_lod *l, struct hm_err *err)
+{
+    sqlite3_stmt *st = NULL;
+    size_t cap = 0;
+    int rc = sqlite3_prepare_v2(l->db, hm_sql_timeline_tracks, -1, &st, NULL);
+
+    while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (l->ntracks == cap) {
+            struct lod_track *t = realloc(l->tracks, (cap = cap ? 2 * cap : 64) * sizeof *t);
+            if (!t) {
+                sqlite3_finalize(st);
+                return hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
+            }
+            l->tracks = t;
+        }
+        memset(&l->tracks[l->ntracks], 0, sizeof *l->tracks);
+        l->tracks[l->ntracks].id = sqlite3_column_int64(st, 0);
+        l->tracks[l->ntracks++].rank = sqlite3_column_int(st, 1);
+        rc = SQLITE_OK;
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE && rc != SQLITE_OK)
+        return hm_err_set(err, HM_ESQL, NULL, -1, "timeline tracks: %s", sqlite3_errmsg(l->db));
+    return 0;
+}
+
+static int prepare_all(struct qry_lod *l, struct hm_err *err)
+{
+    const char *sql[] = {hm_sql_timeline_track_scan, hm_sql_timeline_rows, hm_sql_timeline_row,
+                         hm_sql_timeline_string};
+    sqlite3_stmt **st[] = {&l->scan, &l->rows, &l->row1, &l->str};
+
+    for (int i = 0; i < 4; i++)
+        if (sqlite3_prepare_v3(l->db, sql[i], -1, SQLITE_PREPARE_PERSISTENT, st[i], NULL) != SQLITE_OK)
+            return hm_err_set(err, HM_ESQL, NULL, -1, "timeline: %s", sqlite3_errmsg(l->db));
+    return 0;
+}
+
+struct qry_lod *qry_lod_new(sqlite3 *db, struct hm_err *err)
+{
+    struct qry_lod *l = calloc(1, sizeof *l);
+    bool indexed;
+    int rc;
+
+    if (!l) {
+        hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
+        return NULL;
+    }
+    l->db = db;
+    indexed = q_i64(db, hm_sql_timeline_has_index, 0, 0) > 0;
+    rc = sqlite3_exec(db, indexed ? hm_sql_timeline_setup_views : hm_sql_timeline_setup_copy, NULL, NULL,
+                      NULL);
+    if (rc != SQLITE_OK)
+        rc = hm_err_set(err, HM_ESQL, NULL, -1, "timeline setup: %s", sqlite3_errmsg(db));
+    if (rc == 0)
+        rc = load_tracks(l, err);
+    if (rc == 0)
+        rc = prepare_all(l, err);
+    if (rc != 0) {
+        qry_lod_free(l);
+        return NULL;
+    }
+    l->origin = q_i64(db, hm_sql_timeline_extent, 0, 0);
+    l->end = q_i64(db, hm_sql_timeline_extent, 1, l->origin);
+    return l;
+}
+
+static void track_clear(struct lod_track *t)
+{
+    for (int k = 0; k < t->nlev; k++) {
+        free(t->cnt[k]);
+        free(t->busy[k]);
+    }
+    free(t->wide);
+}
+
+void qry_lod_free(struct qry_lod *l)
+{
+    if (!l)
+        return;
+    for (size_t i = 0; i < l->ntracks; i++)
+        track_clear(&l->tracks[i]);
+    free(l->tracks);
+    sqlite3_finalize(l->scan);
+    sqlite3_finalize(l->rows);
+    sqlite3_finalize(l->row1);
+    sqlite3_finalize(l->str);
+    free(l);
+}
+
+void qry_lod_extent(const struct qry_lod *l, int64_t *origin_ns, int64_t *end_ns)
+{
+    *origin_ns = l->origin;
+    *end_ns = l->end;
+}
+
+/* ---- building a track's pyramid ---- */
+
+/* The scan's columns, grown as rows arrive. */
+struct scan {
+    int64_t *ts, *dur, *id;   /* owned */
+    size_t n, cap;
+};
+
+static void scan_free(struct scan *s)
+{
+    free(s->ts);
+    free(s->dur);
+    free(s->id);
+}
+
+static int scan_track(struct qry_lod *l, int64_t track, struct scan *s, struct hm_err *err)
+{
+    int rc;
+
+    sqlite3_reset(l->scan);
+    sqlite3_bind_int64(l->scan, 1, track);
+    while ((rc = sqlite3_step(l->scan)) == SQLITE_ROW) {
+        if (s->n == s->cap) {
+            size_t cap = s->cap ? 2 * s->cap : 1024;
+            int64_t *a = realloc(s->ts, cap * 8), *b = a ? realloc(s->dur, cap * 8) : NULL;
+            int64_t *c = b ? realloc(s->id, cap * 8) : NULL;
+            if (a) s->ts = a;
+            if (b) s->dur = b;
+            if (!c)
+                return hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
+            s->id = c;
+            s->cap = cap;
+        }
+        s->ts[s->n] = sqlite3_column_int64(l->scan, 0);
+        s->dur[s->n] = sqlite3_column_int64(l->scan, 1);
+        s->id[s->n++] = sqlite3_column_int64(l->scan, 2);
+    }
+    sqlite3_reset(l->scan);
+    return rc == SQLITE_DONE ? 0 : hm_err_set(err, HM_ESQL, NULL, -1, "timeline scan: %s", sqlite3_errmsg(l->db));
+}
+
+/* Picks the level-0 bucket width (about 4 slices a bucket) and allocates
+ * every level. */
+static int pyramid_alloc(struct lod_track *t, struct hm_err *err)
+{
+    uint64_t span = (uint64_t)(t->end - t->base), target = t->n / 4 ? t->n / 4 : 1;
+    size_t nb;
+
+    t->shift = 0;
+    while (t->shift < 62 && ((span >> t->shift) + 1 > target || (span >> t->shift) + 1 > LOD_L0_MAX))
+        t->shift++;
+    nb = (size_t)(span >> t->shift) + 1;
+    for (t->nlev = 0; t->nlev < LOD_MAX_LEV; nb = (nb + 1) / 2) {
+        t->nb[t->nlev] = nb;
+        t->cnt[t->nlev] = calloc(nb, sizeof(uint32_t));
+        t->busy[t->nlev] = calloc(nb, sizeof(float));
+        if (!t->cnt[t->nlev++] || !t->busy[t->nlev - 1])
+            return hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
+        if (nb == 1)
+            break;
+    }
+    return 0;
+}
+
+/* Adds [s, e) to the busy time of the level-0 buckets it crosses. */
+static void cover_buckets(struct lod_track *t, int64_t s, int64_t e)
+{
+    size_t i = (size_t)((s - t->base) >> t->shift);
+
+    while (s < e && i < t->nb[0]) {
+        int64_t bend = t->base + ((int64_t)(i + 1) << t->shift);
+        int64_t seg = (e < bend ? e : bend) - s;
+        t->busy[0][i++] += (float)seg;
+        s += seg;
+    }
+}
+
+static void pyramid_fill(struct lod_track *t, const struct scan *s)
+{
+    int64_t cover = t->base;
+
+    for (size_t j = 0; j < s->n; j++) {
+        int64_t e = s->ts[j] + s->dur[j], from = s->ts[j] > cover ? s->ts[j] : cover;
+        t->cnt[0][(s->ts[j] - t->base) >> t->shift]++;
+        if (e > from)
+            cover_buckets(t, from, e);
+        if (e > cover)
+            cover = e;
+    }
+    for (int k = 1; k < t->nlev; k++)
+        for (size_t i = 0; i < t->nb[k - 1]; i++) {
+            t->cnt[k][i / 2] += t->cnt[k - 1][i];
+            t->busy[k][i / 2] += t->busy[k - 1][i];
+        }
+}
+
+static void row_read(sqlite3_stmt *st, struct lod_row *r)
+{
+    r->id = sqlite3_column_int64(st, 0);
+    r->ts = sqlite3_column_int64(st, 1);
+    r->dur = sqlite3_column_int64(st, 2);
+    r->depth = sqlite3_column_int(st, 3);
+    r->name = sqlite3_column_int64(st, 4);
+    r->cat = sqlite3_column_int(st, 5);
+    r->coll = sqlite3_column_int64(st, 6);
+}
+
+/* Keeps the slices at least one level-0 bucket long, with their details. */
+static int wide_collect(struct qry_lod *l, struct lod_track *t, const struct scan *s, struct hm_err *err)
+{
+    int64_t width = INT64_C(1) << t->shift, maxend = INT64_MIN;
+    size_t n = 0;
+
+    for (size_t j = 0; j < s->n; j++)
+        n += s->dur[j] >= width;
+    if (n && !(t->wide = calloc(n, sizeof *t->wide)))
+        return hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
+    for (size_t j = 0; j < s->n; j++) {
+        struct lod_wide *wd;
+        if (s->dur[j] < width)
+            continue;
+        wd = &t->wide[t->nwide++];
+        wd->r = (struct lod_row){.id = s->id[j], .ts = s->ts[j], .dur = s->dur[j]};
+        sqlite3_reset(l->row1);
+        sqlite3_bind_int64(l->row1, 1, s->id[j]);
+        if (sqlite3_step(l->row1) == SQLITE_ROW)
+            row_read(l->row1, &wd->r);
+        if (s->ts[j] + s->dur[j] > maxend)
+            maxend = s->ts[j] + s->dur[j];
+        wd->maxend = maxend;
+    }
+    sqlite3_reset(l->row1);
+    return 0;
+}
+
+static int track_build(struct qry_lod *l, struct lod_track *t, struct hm_err *err)
+{
+    struct scan s = {0};
+    int rc = scan_track(l, t->id, &s, err);
+
+    t->built = true;
+    if (rc == 0 && s.n > 0) {
+        t->n = s.n;
+        t->base = s.ts[0];
+        t->end = t->base;
+        for (size_t j = 0; j < s.n; j++)
+            if (s.ts[j] + s.dur[j] > t->end)
+                t->end = s.ts[j] + s.dur[j];
+        rc = pyramid_alloc(t, err);
+        if (rc == 0)
+            pyramid_fill(t, &s);
+        if (rc == 0)
+            rc = wide_collect(l, t, &s, err);
+    }
+    scan_free(&s);
+    if (rc != 0) {   /* back to "not built", so a later request retries */
+        int64_t id = t->id;
+        int rank = t->rank;
+        track_clear(t);
+        memset(t, 0, sizeof *t);
+        t->id = id;
+        t->rank = rank;
+    }
+    return rc;
+}
+
+/* ---- answering a window ---- */
+
+static int col_of(const struct lod_req *q, int64_t ts)
+{
+    double c = floor((double)(ts - q->a) / q->w);
+    return c < 0 ? 0 : c >= q->win->px ? q->win->px - 1 : (int)c;
+}
+
+/* Index of a string in the response's name table, adding it on first use;
+ * -1 for no name. */
+static int name_index(struct lod_req *q, int64_t sid)
+{
+    size_t h;
+
+    if (sid <= 0)
+        return -1;
+    if (q->name_n * 2 >= q->name_cap) {
+        size_t cap = q->name_cap ? 2 * q->name_cap : 1024;
+        int64_t *keys = calloc(cap, sizeof *keys);
+        int *idx = calloc(cap, sizeof *idx);
+        if (!keys || !idx) {
+            free(keys), free(idx);
+            return -1;
+        }
+        for (size_t i = 0; i < q->name_cap; i++) {
+            if (!q->name_keys[i])
+                continue;
+            for (h = (size_t)q->name_keys[i] * 2654435761u % cap; keys[h]; h = (h + 1) % cap) {}
+            keys[h] = q->name_keys[i], idx[h] = q->name_idx[i];
+        }
+        free(q->name_keys), free(q->name_idx);
+        q->name_keys = keys, q->name_idx = idx, q->name_cap = cap;
+    }
+    for (h = (size_t)sid * 2654435761u % q->name_cap; q->name_keys[h]; h = (h + 1) % q->name_cap)
+        if (q->name_keys[h] == sid)
+            return q->name_idx[h];
+    sqlite3_reset(q->lod->str);
+    sqlite3_bind_int64(q->lod->str, 1, sid);
+    cJSON_AddItemToArray(q->names, cJSON_CreateString(sqlite3_step(q->lod->str) == SQLITE_ROW ?
+                                                      (const char *)sqlite3_column_text(q->lod->str, 0) : ""));
+    sqlite3_reset(q->lod->str);
+    q->name_keys[h] = sid;
+    q->name_idx[h] = (int)q->name_n;
+    return (int)q->name_n++;
+}
+
+static void emit(struct lod_req *q, const struct lod_row *r, bool *first)
+{
+    qry_buf_printf(q->out, "%s[%lld,%lld,%lld,%d,%d,%d,%lld]", *first ? "" : ",", (long long)r->id,
+                   (long long)(r->ts - q->lod->origin), (long long)r->dur, r->depth, name_index(q, r->name),
+                   r->cat, (long long)r->coll);
+    *first = false;
+}
+
+static int rows_push(struct lod_req *q, const struct lod_row *r)
+{
+    if (q->nrows == q->caprows) {
+        size_t cap = q->caprows ? 2 * q->caprows : 4096;
+        struct lod_row *p = realloc(q->rows, cap * sizeof *p);
+        if (!p)
+            return HM_ENOMEM;
+        q->rows = p;
+        q->caprows = cap;
+    }
+    q->rows[q->nrows++] = *r;
+    return 0;
+}
+
+/* Appends the narrow rows of track starting in [from, to) to q->rows. */
+static int fetch_rows(struct lod_req *q, const struct lod_track *t, int64_t from, int64_t to, struct hm_err *err)
+{
+    sqlite3_stmt *st = q->lod->rows;
+    struct lod_row r;
+    int rc;
+
+    sqlite3_reset(st);
+    sqlite3_bind_int64(st, 1, t->id);
+    sqlite3_bind_int64(st, 2, from);
+    sqlite3_bind_int64(st, 3, to);
+    sqlite3_bind_int64(st, 4, INT64_C(1) << t->shift);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (q->nrows >= LOD_ROW_CAP) {
+            q->truncated = true;
+            break;
+        }
+        row_read(st, &r);
+        if (r.ts + r.dur > q->a && rows_push(q, &r))
+            return hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return hm_err_set(err, HM_ESQL, NULL, -1, "timeline rows: %s", sqlite3_errmsg(q->lod->db));
+    return 0;
+}
+
+/* First wide slice whose end (or an earlier one's) passes a. */
+static size_t wide_first(const struct lod_track *t, int64_t a)
+{
+    size_t lo = 0, hi = t->nwide;
+
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (t->wide[mid].maxend > a)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo;
+}
+
+static int by_ts(const void *x, const void *y)
+{
+    const struct lod_row *a = x, *b = y;
+    return a->ts < b->ts ? -1 : a->ts > b->ts;
+}
+
+/* Adds [s, e) clipped to the window to the columns' busy time. */
+static void cover_cols(struct lod_req *q, int64_t s, int64_t e)
+{
+    double x = (double)((s > q->a ? s : q->a) - q->a), end = (double)((e < q->b ? e : q->b) - q->a);
+
+    while (x < end) {
+        int c = (int)(x / q->w);
+        double cend = c >= q->win->px - 1 ? end : (c + 1) * q->w;
+        double seg = (end < cend ? end : cend) - x;
+        if (c >= 0 && c < q->win->px)
+            q->busy[c] += seg;
+        x += seg > 0 ? seg : end;
+    }
+}
+
+static void emit_dense(struct lod_req *q)
+{
+    bool first = true;
+
+    for (int c = 0; c < q->win->px; c++) {
+        double f = q->busy[c] / q->w;
+        if (q->cnt[c] <= QRY_LOD_MAX_PER_COL)
+            continue;
+        qry_buf_printf(q->out, "%s[%d,%u,%.3f]", first ? "" : ",", c, q->cnt[c], f > 1 ? 1 : f < 0 ? 0 : f);
+        first = false;
+    }
+}
+
+/* Fine window: every slice in range is read; columns count and cover them. */
+static int track_fine(struct lod_req *q, const struct lod_track *t, struct hm_err *err)
+{
+    int64_t width = INT64_C(1) << t->shift, cover = INT64_MIN;
+    bool first = true;
+    int rc = fetch_rows(q, t, q->a - width, q->b, err);
+
+    for (size_t i = wide_first(t, q->a); rc == 0 && i < t->nwide && t->wide[i].r.ts < q->b; i++)
+        if (t->wide[i].r.ts + t->wide[i].r.dur > q->a && rows_push(q, &t->wide[i].r))
+            rc = hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
+    if (rc != 0)
+        return rc;
+    qsort(q->rows, q->nrows, sizeof *q->rows, by_ts);
+    for (size_t i = 0; i < q->nrows; i++) {
+        const struct lod_row *r = &q->rows[i];
+        if ((double)r->dur < q->w)
+            q->cnt[col_of(q, r->ts)]++;
+        if (r->ts + r->dur > cover) {
+            cover_cols(q, r->ts > cover ? r->ts : cover, r->ts + r->dur);
+            cover = r->ts + r->dur;
+        }
+    }
+    qry_buf_puts(q->out, "\"lod\":\"fine\",\"slices\":[");
+    for (size_t i = 0; i < q->nrows; i++)
+        if ((double)q->rows[i].dur >= q->w || q->cnt[col_of(q, q->rows[i].ts)] <= QRY_LOD_MAX_PER_COL)
+            emit(q, &q->rows[i], &first);
+    return 0;
+}
+
+/* Coarse window: columns take the counts of the pyramid level with at least
+ * 4 buckets per column (a bucket goes to the column holding its middle). */
+static void coarse_columns(struct lod_req *q, const struct lod_track *t, int k)
+{
+    int sk = t->shift + k;
+    int64_t W = INT64_C(1) << sk;
+    int64_t i0 = q->a > t->base ? (q->a - t->base) >> sk : 0;
+    int64_t i1 = (q->b - 1 - t->base) >> sk;
+
+    if (i1 >= (int64_t)t->nb[k])
+        i1 = (int64_t)t->nb[k] - 1;
+    for (int64_t i = i0; i <= i1; i++) {
+        int c = col_of(q, t->base + i * W + W / 2);
+        q->cnt[c] += t->cnt[k][i];
+        q->busy[c] += t->busy[k][i];
+        if (q->bfirst[c] < 0)
+            q->bfirst[c] = i;
+        q->blast[c] = i;
+    }
+}
+
+static int track_coarse(struct lod_req *q, const struct lod_track *t, int k, struct hm_err *err)
+{
+    int sk = t->shift + k, px = q->win->px, rc = 0;
+    bool first = true;
+
+    coarse_columns(q, t, k);
+    /* Runs of sparse columns: one range scan each, on bucket bounds, so
+     * exactly the slices the columns counted come back. */
+    for (int c = 0; c < px && rc == 0; c++) {
+        int e = c;
+        if (q->cnt[c] > QRY_LOD_MAX_PER_COL || q->bfirst[c] < 0)
+            continue;
+        while (e + 1 < px && q->cnt[e + 1] <= QRY_LOD_MAX_PER_COL && q->bfirst[e + 1] >= 0)
+            e++;
+        rc = fetch_rows(q, t, t->base + (q->bfirst[c] << sk), t->base + ((q->blast[e] + 1) << sk), err);
+        c = e;
+    }
+    if (rc != 0)
+        return rc;
+    qry_buf_puts(q->out, "\"lod\":\"coarse\",\"slices\":[");
+    for (size_t i = 0; i < q->nrows; i++)
+        emit(q, &q->rows[i], &first);
+    for (size_t i = wide_first(t, q->a); i < t->nwide && t->wide[i].r.ts < q->b; i++) {
+        const struct lod_row *r = &t->wide[i].r;
+        int64_t bi = (r->ts - t->base) >> sk;
+        int c = col_of(q, t->base + bi * (INT64_C(1) << sk) + (INT64_C(1) << sk) / 2);
+        if (r->ts + r->dur > q->a &&
+            ((double)r->dur >= q->w || r->ts < q->a || q->cnt[c] <= QRY_LOD_MAX_PER_COL))
+            emit(q, r, &first);
+    }
+    return 0;
+}
+
+static void req_reset(struct lod_req *q)
+{
+    int px = q->win->px;
+
+    memset(q->cnt, 0, (size_t)px * sizeof *q->cnt);
+    memset(q->busy, 0, (size_t)px * sizeof *q->busy);
+    for (int c = 0; c < px; c++)
+        q->bfirst[c] = q->blast[c] = -1;
+    q->nrows = 0;
+    q->truncated = false;
+}
+
+static int track_window(struct lod_req *q, struct lod_track *t, struct hm_err *err)
+{
+    int rc = t->built ? 0 : track_build(q->lod, t, err), k = 0;
+
+    if (rc != 0)
+        return rc;
+    req_reset(q);
+    qry_buf_printf(q->out, "{\"id\":%lld,\"rank\":%d,\"n\":%zu,", (long long)t->id, t->rank, t->n);
+    if (t->n == 0 || t->end <= q->a || t->base >= q->b) {
+        qry_buf_puts(q->out, "\"lod\":\"empty\",\"slices\":[");
+    } else if ((double)(INT64_C(4) << t->shift) > q->w) {
+        rc = track_fine(q, t, err);
+    } else {
+        while (k + 1 < t->nlev && (double)(INT64_C(4) << (t->shift + k + 1)) <= q->w)
+            k++;
+        rc = track_coarse(q, t, k, err);
+    }
+    qry_buf_puts(q->out, "],\"dense\":[");
+    emit_dense(q);
+    qry_buf_printf(q->out, "],\"truncated\":%s}", q->truncated ? "true" : "false");
+    return rc;
+}
+
+static bool rank_wanted(const struct qry_window *w, int rank)
+{
+    if (!w->ranks)
+        return true;
+    for (int i = 0; i < w->nranks; i++)
+        if (w->ranks[i] == rank)
+            return true;
+    return false;
+}
+
+static int req_init(struct lod_req *q, struct qry_lod *l, const struct qry_window *w, struct qry_buf *out)
+{
+    memset(q, 0, sizeof *q);
+    q->lod = l;
+    q->win = w;
+    q->out = out;
+    q->a = l->origin + w->t0;
+    q->b = l->origin + w->t1;
+    q->w = (double)(w->t1 - w->t0) / w->px;
+    q->cnt = malloc((size_t)w->px * sizeof *q->cnt);
+    q->busy = malloc((size_t)w->px * sizeof *q->busy);
+    q->bfirst = malloc((size_t)w->px * sizeof *q->bfirst);
+    q->blast = malloc((size_t)w->px * sizeof *q->blast);
+    q->names = cJSON_CreateArray();
+    return q->cnt && q->busy && q->bfirst && q->blast && q->names ? 0 : HM_ENOMEM;
+}
+
+static void req_free(struct lod_req *q)
+{
+    free(q->cnt), free(q->busy), free(q->bfirst), free(q->blast), free(q->rows);
+    free(q->name_keys), free(q->name_idx);
+    cJSON_Delete(q->names);
+}
+
+/* Document: {"origin_ns":"..","t0":..,"t1":..,"px":..,"col_ns":..,
+ *   "tracks":[{"id","rank","n","lod":"fine|coarse|empty",
+ *              "slices":[[id,ts,dur,depth,name,cat,collective],..],
+ *              "dense":[[column,count,busy_fraction],..],"truncated":bool}],
+ *   "names":[..]}
+ * ts relative to origin_ns; name indexes "names" (-1: none); collective is
+ * a collectives.id or 0. */
+int qry_timeline(struct qry_lod *l, const struct qry_window *w, struct qry_buf *out, struct hm_err *err)
+{
+    struct lod_req q;
+    bool first = true;
+    char *names;
+    int rc = req_init(&q, l, w, out);
+
+    if (rc != 0 || w->t1 <= w->t0 || w->px < 1 || w->px > QRY_MAX_PX) {
+        req_free(&q);
+        return rc ? hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory")
+                  : hm_err_set(err, HM_EINVAL, NULL, -1, "need t0 < t1 and 1 <= px <= %d", QRY_MAX_PX);
+    }
+    qry_buf_printf(out, "{\"origin_ns\":\"%lld\",\"t0\":%lld,\"t1\":%lld,\"px\":%d,\"col_ns\":%.3f,\"tracks\":[",
+                   (long long)l->origin, (long long)w->t0, (long long)w->t1, w->px, q.w);
+    for (size_t i = 0; i < l->ntracks && rc == 0; i++) {
+        if (!rank_wanted(w, l->tracks[i].rank))
+            continue;
+        qry_buf_puts(out, first ? "" : ",");
+        first = false;
+        rc = track_window(&q, &l->tracks[i], err);
+    }
+    names = rc == 0 ? cJSON_PrintUnformatted(q.names) : NULL;
+    if (rc == 0 && !names)
+        rc = hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
+    if (rc == 0)
+        qry_buf_printf(out, "],\"names\":%s}", names);
+    free(names);
+    req_free(&q);
+    if (rc == 0 && out->oom)
+        rc = hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
+    return rc;
+}
