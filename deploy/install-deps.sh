@@ -12,4 +12,4 @@ $SUDO apt-get -o DPkg::Lock::Timeout=600 install -y --no-install-recommends \
     libsqlite3-dev sqlite3 \
     libevent-dev libcjson-dev libsimdjson-dev \
     zlib1g-dev libdeflate-dev \
-    python3 gzip time
+    python3 gzip time procps openssh-client bc curl

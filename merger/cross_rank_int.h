@@ -79,8 +79,12 @@ struct xr_coll {
     int64_t size;          /* elements (in msg nelems or input dims); HM_NONE */
     int64_t group_size;    /* HM_NONE if unknown */
     int64_t step;          /* ProfilerStep number; HM_NONE */
+    int64_t track;         /* track of the timing row (CPU rows: for overlap tests) */
     int64_t enter, exit;   /* aligned ns */
     int64_t inst;          /* index into xr_ctx.inst; -1 unmatched */
+    /* wait states, filled by stragglers.c (repair by clock_refine.c) */
+    int64_t repair, wait, completion, blame;
+    int late;
 };
 
 /* One collective matched across ranks. */
@@ -91,6 +95,8 @@ struct xr_inst {
     size_t first, n;       /* its members: xr_ctx.members[first .. first + n) */
     int64_t first_enter, last_enter, min_exit, max_exit;
     int late_rank;         /* -1 when every rank entered at the same ns */
+    int analysed;          /* counts for the straggler analysis */
+    int64_t id;            /* collective_instances.id once stored */
 };
 
 /* Per-rank result of clock refinement (or of the live model's check). */

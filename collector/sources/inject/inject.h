@@ -1,0 +1,24 @@
+/* libhtamerge-inject.so: the live-capture library that the collector puts
+ * into the training process's environment. Its whole outward interface is
+ * the four entry points the host libraries look up by name; everything
+ * else is hidden (-fvisibility=hidden and inject.map). Records go to the
+ * collector through the shared-memory ring named by HTAMERGE_RING; without
+ * it the library does nothing. */
+#ifndef INJ_INJECT_H
+#define INJ_INJECT_H
+
+/* CUDA_INJECTION64_PATH: called by the CUDA driver from cuInit; starts
+ * CUPTI activity capture (kernels, copies, memsets, synchronisation,
+ * launch calls) unless another CUPTI subscriber holds CUPTI. Returns 1. */
+int InitializeInjection(void);
+
+/* NVTX_INJECTION64_PATH: called by each NVTX client (one per library that
+ * embeds NVTX) with its export table; fills the core callbacks. Returns 1,
+ * or 0 (NVTX then turns itself into no-ops) when capture is off. The
+ * parameter is NVTX's NvtxGetExportTableFunc_t. */
+int InitializeInjectionNvtx2(const void *(*get_export_table)(unsigned int id));
+
+/* NCCL_PROFILER_PLUGIN: NCCL 2.28 looks up ncclProfiler_v5 first, then
+ * ncclProfiler_v4 (declared in nccl_abi.h). */
+
+#endif
