@@ -14,6 +14,7 @@ int cli_ingest(int argc, char **argv);
 int cli_report(int argc, char **argv);
 int cli_sql(int argc, char **argv);
 int cli_run(int argc, char **argv);
+int cli_serve(int argc, char **argv);
 
 /* Prints "htamerge: " + message to stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

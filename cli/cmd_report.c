@@ -19,8 +19,15 @@ static const char report_help[] =
     "  overlap   share of communication time overlapped by computation, per rank\n"
     "  idle      GPU idle time per stream: host wait / kernel wait / other\n"
     "  kernels   time per kernel type (HTA's kernel breakdown) and top kernels per rank\n"
-    "  steps     ProfilerStep iterations per rank\n"
-    "  clocks    clock offset, drift, method and uncertainty per rank\n"
+    "  steps     ProfilerStep iterations per rank, and each step broken down into\n"
+    "            forward / backward / optimizer / compute / exposed communication / other\n"
+    "  clocks    clock offset, drift, method and uncertainty per rank, checked against\n"
+    "            the collectives (exit lag, scatter, clock condition violations)\n"
+    "  stragglers  the rank that holds the others back (or null) with evidence; per rank\n"
+    "            late count, late fraction, blame (wait caused) and wait; per step\n"
+    "  collectives  collectives matched across ranks: key, step, skew, late rank, wait\n"
+    "  nvtx      record_function / NVTX ranges stitched across ranks: skew, late rank,\n"
+    "            GPU time of the work launched inside\n"
     "\n"
     "By default the numbers follow Holistic Trace Analysis' definitions, including\n"
     "dropping the last ProfilerStep; --all-steps keeps it.\n"
@@ -28,7 +35,7 @@ static const char report_help[] =
     "options:\n"
     "  -f, --format F   table (default), json or csv\n"
     "  -r, --ranks L    only these ranks, e.g. 0,2-3\n"
-    "  -s, --steps L    only these ProfilerStep numbers (steps topic)\n"
+    "  -s, --steps L    only these ProfilerStep numbers (steps, stragglers, collectives, nvtx)\n"
     "  -a, --all-steps  keep the last ProfilerStep\n"
     "  -n, --top N      kernels per rank in the kernels topic (default 10)\n"
     "\n"
@@ -37,7 +44,8 @@ static const char report_help[] =
     "examples:\n"
     "  htamerge report run.db\n"
     "  htamerge report run.db temporal --format json\n"
-    "  htamerge report run.db idle --ranks 0 --format csv\n";
+    "  htamerge report run.db idle --ranks 0 --format csv\n"
+    "  htamerge report run.db stragglers --format json\n";
 
 /* Parses "0,2-4" into a malloc'd array. Returns count, or -1 if malformed. */
 static int parse_list(const char *s, int64_t **out)

@@ -173,10 +173,35 @@ static int turn(struct loop *L, struct hm_err *err)
     return rc ? rc : fin;
 }
 
+/* The injection library beside this executable (build tree) or in
+ * <prefix>/lib/htamerge (installed); 0 with its path, -1 when absent (then
+ * the child runs without live GPU capture). */
+static int find_inject_lib(char *buf, size_t len)
+{
+    static const char *const rel[] = {"libhtamerge-inject.so", "../lib/htamerge/libhtamerge-inject.so"};
+    char exe[PATH_MAX], cand[PATH_MAX + 64];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    char *slash;
+
+    if (n <= 0)
+        return -1;
+    exe[n] = 0;
+    slash = strrchr(exe, '/');
+    if (!slash)
+        return -1;
+    *slash = 0;
+    for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
+        snprintf(cand, sizeof cand, "%s/%s", exe, rel[i]);
+        if (access(cand, R_OK) == 0 && realpath(cand, buf) && strlen(buf) < len)
+            return 0;
+    }
+    return -1;
+}
+
 static int start_rank(struct loop *L, const struct run_opts *o, const struct run_plan *plan, int size,
                       MPI_Comm node, const struct hm_clockhook *hook, char *trace_dir, size_t len)
 {
-    char host[256] = "", ring[256];
+    char host[256] = "", ring[256], inject[PATH_MAX];
     const char *jobid = strrchr(plan->trace_root, '/');
     struct col_rank_opts co = {.argv = o->argv, .rank = L->rank, .size = size,
                                .master_addr = plan->master_addr, .master_port = plan->master_port,
@@ -185,6 +210,8 @@ static int start_rank(struct loop *L, const struct run_opts *o, const struct run
     gethostname(host, sizeof host - 1);
     if (hm_ring_format_name(ring, sizeof ring, jobid ? jobid + 1 : "job", L->rank) == 0)
         co.ring_name = ring;
+    if (find_inject_lib(inject, sizeof inject) == 0)
+        co.inject_lib = inject;
     struct hm_err err;
     char line[1400];
 

@@ -19,6 +19,7 @@ static const struct command commands[] = {
     {"ingest", cli_ingest, "merge existing Kineto trace files into one SQLite file"},
     {"report", cli_report, "answer questions about a merged file in the terminal"},
     {"sql", cli_sql, "run a read-only SQL query on a merged file"},
+    {"serve", cli_serve, "serve a merged file: web viewer (timeline, stragglers) and JSON API"},
 };
 
 void cli_error(const char *fmt, ...)

@@ -10,6 +10,7 @@
 #include "rank.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -165,8 +166,8 @@ struct col_rank *col_rank_start(const struct col_rank_opts *o, struct hm_err *er
 {
     struct col_rank *c = calloc(1, sizeof *c);
     struct col_env_in in;
-    char ringvar[300];
-    char *extra[2] = {ringvar, NULL};
+    char ringvar[300], cudavar[PATH_MAX + 32], nvtxvar[PATH_MAX + 32], ncclvar[PATH_MAX + 32];
+    char *extra[5] = {ringvar, NULL, NULL, NULL, NULL};
     const char *trace_dir;
 
     if (!c) {
@@ -201,6 +202,15 @@ struct col_rank *col_rank_start(const struct col_rank_opts *o, struct hm_err *er
         if (c->ring) {
             snprintf(ringvar, sizeof ringvar, "HTAMERGE_RING=%s", o->ring_name);
             in.extra = extra;
+            if (o->inject_lib) {
+                /* The injection library writes into the ring: only with it. */
+                snprintf(cudavar, sizeof cudavar, "CUDA_INJECTION64_PATH=%s", o->inject_lib);
+                snprintf(nvtxvar, sizeof nvtxvar, "NVTX_INJECTION64_PATH=%s", o->inject_lib);
+                snprintf(ncclvar, sizeof ncclvar, "NCCL_PROFILER_PLUGIN=%s", o->inject_lib);
+                extra[1] = cudavar;
+                extra[2] = nvtxvar;
+                extra[3] = ncclvar;
+            }
         } else {
             char line[1400];
             fprintf(stderr, "htamerge: rank %d: no live capture ring: %s\n", o->rank,

@@ -23,6 +23,8 @@ struct col_rank_opts {
     const struct hm_clockhook *hook; /* this rank's clock (test hook); copied */
     const char *hostname;      /* stored with the rank's batches */
     const char *ring_name;     /* shared-memory ring for live capture; NULL: none */
+    const char *inject_lib;    /* libhtamerge-inject.so for CUDA/NVTX/NCCL injection, used
+                                  with the ring; NULL: none */
 };
 
 /* Starts the child and the watcher. Fails (with a message naming PROGRAM)

@@ -12,4 +12,10 @@ $SUDO apt-get -o DPkg::Lock::Timeout=600 install -y --no-install-recommends \
     libsqlite3-dev sqlite3 \
     libevent-dev libcjson-dev libsimdjson-dev \
     zlib1g-dev libdeflate-dev \
-    python3 gzip time procps openssh-client bc curl
+    python3 gzip time procps openssh-client bc curl \
+    chromium nodejs npm
+
+# The browser test's one npm package (playwright-core, driving Debian's
+# chromium). Without it the browser test skips itself; nothing else needs it.
+(cd "$(dirname "$0")/../tests/browser" && npm ci --no-audit --no-fund) ||
+    echo "install-deps: npm ci failed; the browser test will be skipped" >&2

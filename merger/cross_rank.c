@@ -267,6 +267,68 @@ static int cmp_annot(const void *pa, const void *pb)
     return (a->id > b->id) - (a->id < b->id);
 }
 
+static const struct xr_gpu *corr_base;
+
+static int cmp_corr(const void *pa, const void *pb)
+{
+    int64_t a = corr_base[*(const size_t *)pa].corr, b = corr_base[*(const size_t *)pb].corr;
+    return (a > b) - (a < b);
+}
+
+/* Indexes the rank's GPU ops by correlation (qsort needs the array through
+ * a file-scope pointer, set and used only here). */
+static int index_corr(struct xr_rank *r)
+{
+    size_t n = 0;
+
+    r->by_corr = malloc((r->gpu.n ? r->gpu.n : 1) * sizeof *r->by_corr);
+    if (!r->by_corr)
+        return HM_ENOMEM;
+    for (size_t i = 0; i < r->gpu.n; i++)
+        if (r->gpu.v[i].corr != HM_NONE)
+            r->by_corr[n++] = i;
+    corr_base = r->gpu.v;
+    qsort(r->by_corr, n, sizeof *r->by_corr, cmp_corr);
+    r->nby_corr = n;
+    return 0;
+}
+
+void xr_gpu_by_corr(const struct xr_rank *r, int64_t corr, size_t *lo, size_t *hi)
+{
+    size_t a = 0, b = r->nby_corr;
+
+    while (a < b) {
+        size_t m = (a + b) / 2;
+        if (r->gpu.v[r->by_corr[m]].corr < corr)
+            a = m + 1;
+        else
+            b = m;
+    }
+    *lo = a;
+    while (a < r->nby_corr && r->gpu.v[r->by_corr[a]].corr == corr)
+        a++;
+    *hi = a;
+}
+
+void xr_launch_range(const struct xr_rank *r, int64_t track, int64_t a, int64_t b, size_t *lo,
+                     size_t *hi)
+{
+    size_t l = 0, h = r->launches.n;
+
+    while (l < h) {
+        size_t m = (l + h) / 2;
+        const struct xr_launch *x = &r->launches.v[m];
+        if (x->track < track || (x->track == track && x->ts < a))
+            l = m + 1;
+        else
+            h = m;
+    }
+    *lo = l;
+    while (l < r->launches.n && r->launches.v[l].track == track && r->launches.v[l].ts <= b)
+        l++;
+    *hi = l;
+}
+
 static int load_steps(struct xr_ctx *x, struct hm_err *err)
 {
     sqlite3_stmt *st = NULL;
@@ -308,6 +370,8 @@ static int load_view(struct xr_ctx *x, struct hm_err *err)
         qsort(r->gpu.v, r->gpu.n, sizeof *r->gpu.v, cmp_gpu);
         qsort(r->launches.v, r->launches.n, sizeof *r->launches.v, cmp_launch);
         qsort(r->annots.v, r->annots.n, sizeof *r->annots.v, cmp_annot);
+        if (index_corr(r))
+            return hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
     }
     return load_steps(x, err);
 }
@@ -319,6 +383,7 @@ static void ctx_free(struct xr_ctx *x)
         HM_VEC_FREE(x->ranks[i].launches);
         HM_VEC_FREE(x->ranks[i].annots);
         HM_VEC_FREE(x->ranks[i].steps);
+        free(x->ranks[i].by_corr);
     }
     for (size_t i = 0; i < x->nstr; i++)
         free(x->str[i]);

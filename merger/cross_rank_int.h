@@ -54,6 +54,8 @@ struct xr_rank {
     HM_VEC(struct xr_launch) launches;   /* sorted by (track, ts) */
     HM_VEC(struct xr_annot) annots;
     HM_VEC(struct xr_step) steps;
+    size_t *by_corr;               /* owned: indexes into gpu, sorted by corr (ops with one) */
+    size_t nby_corr;
 };
 
 /* How a logical collective is keyed across ranks. */
@@ -62,6 +64,8 @@ enum xr_keytype {
     XR_KEY_COMM_SEQ,     /* (Comms Id / NCCL commId, Seq / seqNumber) */
     XR_KEY_ORDER,        /* k-th of (pg, op, size) within a ProfilerStep */
 };
+
+#define XR_ANY_SIZE (INT64_MIN + 1)
 
 /* Where a logical collective's enter and exit come from. */
 enum xr_src { XR_SRC_GPU = 0, XR_SRC_CPU, XR_SRC_ANNOT };
@@ -77,6 +81,8 @@ struct xr_coll {
     int64_t op;            /* id in xr_ctx.names of the normalised op */
     int64_t seq;           /* key sequence, or the order index for XR_KEY_ORDER */
     int64_t size;          /* elements (in msg nelems or input dims); HM_NONE */
+    int64_t size_key;      /* size as a matching key: size, or XR_ANY_SIZE for the
+                              second pass over calls the first left alone */
     int64_t group_size;    /* HM_NONE if unknown */
     int64_t step;          /* ProfilerStep number; HM_NONE */
     int64_t track;         /* track of the timing row (CPU rows: for overlap tests) */
@@ -104,6 +110,8 @@ struct xr_clock {
     int fitted;            /* 1: a fit from collectives was made */
     int applied;           /* 1: the data was re-timed with it */
     int64_t samples;       /* instances used */
+    int reference;         /* rank the exits were compared with */
+    int64_t after_ns;      /* median exit difference after the fit */
     int64_t ref_ns;        /* aligned ns where the correction is offset_ns */
     int64_t offset_ns;     /* correction added at ref_ns */
     double drift_ppm;      /* correction slope */
@@ -159,6 +167,11 @@ const char *xr_name(const struct xr_ctx *x, int64_t id);
 const char *xr_str(struct xr_ctx *x, int64_t id);
 /* XR_A_* flags of annotation name id. */
 unsigned xr_str_aflags(struct xr_ctx *x, int64_t id);
+/* The rank's launches on track with ts in [a, b]: [*lo, *hi) of launches. */
+void xr_launch_range(const struct xr_rank *r, int64_t track, int64_t a, int64_t b, size_t *lo,
+                     size_t *hi);
+/* The GPU ops with correlation corr: [*lo, *hi) of r->by_corr. */
+void xr_gpu_by_corr(const struct xr_rank *r, int64_t corr, size_t *lo, size_t *hi);
 /* Interns text into x->names; 0 when out of memory. */
 int64_t xr_intern(struct xr_ctx *x, const char *s);
 

@@ -19,6 +19,7 @@
 #include "collector/sources/kineto_json/kineto_json.h"
 #include "common/batch.h"
 #include "ingest_int.h"
+#include "cross_rank.h"
 #include "writer.h"
 
 
@@ -293,6 +294,8 @@ int mrg_ingest(char *const *files, size_t nfiles, const struct mrg_ingest_opts *
         rc = hm_err_set(err, HM_EFORMAT, NULL, -1, "none of the %zu files could be read", nfiles);
     if (rc == 0)
         rc = write_meta(w, opts, err);
+    if (rc == 0)
+        rc = mrg_cross_rank_finish(w, NULL, err);
 
 out_abort:
     pthread_mutex_lock(&p.mu);

@@ -13,6 +13,7 @@
 
 #include "common/protocol.h"
 #include "common/wire.h"
+#include "cross_rank.h"
 #include "ingest_int.h"
 
 static double now_s(void)
@@ -157,6 +158,8 @@ int mrg_ingest_mpi_merge(char *const *files, size_t nfiles, int size, const stru
         rc = mrg_writer_set_meta(s.w, "command_line", opts->command_line, err);
     if (rc == 0)
         rc = mrg_writer_set_meta(s.w, "run_status", "complete", err);
+    if (rc == 0)
+        rc = mrg_cross_rank_finish(s.w, NULL, err);
     if (s.w) {
         if (rc == 0)
             rc = mrg_writer_finish(s.w, err);

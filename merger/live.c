@@ -21,6 +21,7 @@
 #include "common/clockhook.h"
 #include "common/protocol.h"
 #include "common/wire.h"
+#include "cross_rank.h"
 #include "writer.h"
 
 enum { COMMIT_MS = 500, MAX_MSGS_PER_STEP = 64 };
@@ -369,6 +370,8 @@ int mrg_live_finish(struct mrg_live *m, int complete, int *job_exit, struct hm_e
         t1 = mono_ns();
         if (rc == 0 && m->opts.analyse)
             rc = analyse(m, err);
+        if (rc == 0)
+            rc = mrg_cross_rank_finish(m->w, &(struct mrg_cross_rank_opts){.live = 1}, err);
         t2 = mono_ns();
         if (getenv("HTAMERGE_STATS"))
             fprintf(stderr,

@@ -118,4 +118,68 @@ int qry_verdict_build(sqlite3 *db, const char *topic, const int *ranks, int nran
  * as an array of objects (column name -> value). NULL with err on failure. */
 cJSON *qry_rows(sqlite3 *db, const char *sql, const int64_t *args, int nargs, struct hm_err *err);
 
+/* ---- the served file (dbh.c) ---- */
+
+#include <sys/types.h>
+
+/* The server's read-only view of the database, kept across requests and
+ * told when the file changed: reopened when a new file was renamed over
+ * it, and `version` bumped when another connection committed (a live run
+ * writing through WAL), so caches keyed by version go stale by themselves. */
+struct qry_dbh {
+    const char *path;        /* borrowed from the command line */
+    sqlite3 *db;             /* owned: read-only; NULL while the file cannot be opened */
+    struct qry_lod *lod;     /* owned: timeline state; NULL until a request needs it */
+    int64_t version;         /* changes whenever the data may have changed */
+    int64_t lod_version;     /* version lod was built at */
+    double lod_time;         /* monotonic seconds when lod was built */
+    int64_t data_version;    /* last PRAGMA data_version of db */
+    dev_t dev;               /* identity of the open file */
+    ino_t ino;
+};
+
+/* Opens path read-only (qry_open); 0 or an HM_E* code with err filled. */
+int qry_dbh_open(struct qry_dbh *h, const char *path, struct hm_err *err);
+
+/* Notices changes since the last call (see struct qry_dbh). 0, or an error
+ * when the file can no longer be read (h->db is then NULL). */
+int qry_dbh_refresh(struct qry_dbh *h, struct hm_err *err);
+
+/* The timeline state for the current data. It is rebuilt when stale but
+ * at most every QRY_LOD_REBUILD_S seconds (a live file commits every half
+ * second, and a rebuild may copy its slices); *fresh says whether it
+ * matches h->version. NULL with err on failure. */
+#define QRY_LOD_REBUILD_S 2.0
+struct qry_lod *qry_dbh_lod(struct qry_dbh *h, bool *fresh, struct hm_err *err);
+
+void qry_dbh_close(struct qry_dbh *h);
+
+/* ---- API handlers (api.c) ---- */
+
+struct qry_kv {
+    const char *key, *val;   /* borrowed from the request */
+};
+
+/* One API request, decoded by server.c; the handler fills the answer. */
+struct qry_call {
+    const char *path;        /* borrowed: decoded path, starting "/api/" */
+    const struct qry_kv *kv; /* borrowed: query parameters */
+    int nkv;
+    bool post;               /* POST (else GET or HEAD) */
+    const char *body;        /* borrowed: POST body, NUL-terminated; NULL if none */
+    size_t body_len;
+    int status;              /* out: HTTP status */
+    char *out;               /* out, owned by the caller: JSON text */
+    size_t out_len;
+    bool cacheable;          /* out: the same request gives the same answer until version changes */
+};
+
+/* The value of a query parameter, or NULL. */
+const char *qry_call_param(const struct qry_call *c, const char *key);
+
+/* Answers c from h: /api/run, /api/ranks, /api/report/{topic},
+ * /api/timeline, /api/slice/{id}, /api/collective/{id}, POST /api/sql.
+ * Always sets status and out (an {"error"} document on failure). */
+void qry_api_dispatch(struct qry_dbh *h, struct qry_call *c);
+
 #endif

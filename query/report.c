@@ -13,7 +13,8 @@
 #include "sql_guard.h"
 
 const char *const qry_report_topics[] = {"summary", "temporal", "overlap", "idle", "kernels",
-                                         "steps", "clocks", NULL};
+                                         "steps", "clocks", "stragglers", "collectives", "nvtx",
+                                         NULL};
 
 sqlite3 *qry_open(const char *path, struct hm_err *err)
 {
@@ -141,6 +142,32 @@ static void judge_run_status(sqlite3 *db, cJSON *doc)
             doc, "run_status", cJSON_CreateString("incomplete (the merger stopped before finishing)"));
 }
 
+/* The whole run's straggler verdict as doc.straggler (rank or null) and
+ * doc.evidence. */
+static int add_verdict(sqlite3 *db, cJSON *doc, struct hm_err *err)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db, hm_sql_report_stragglers_verdict, -1, &st, NULL);
+    const unsigned char *ev = NULL;
+
+    if (rc != SQLITE_OK)
+        return hm_err_set(err, HM_ESQL, sqlite3_db_filename(db, "main"), -1, "report stragglers: %s",
+                          sqlite3_errmsg(db));
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        if (sqlite3_column_type(st, 0) == SQLITE_INTEGER)
+            cJSON_AddNumberToObject(doc, "straggler", (double)sqlite3_column_int64(st, 0));
+        else
+            cJSON_AddNullToObject(doc, "straggler");
+        ev = sqlite3_column_text(st, 1);
+        cJSON_AddStringToObject(doc, "evidence", ev ? (const char *)ev : "");
+    } else {
+        cJSON_AddNullToObject(doc, "straggler");
+        cJSON_AddStringToObject(doc, "evidence", "no collectives were matched across ranks");
+    }
+    sqlite3_finalize(st);
+    return 0;
+}
+
 int qry_report_build(sqlite3 *db, const struct qry_report_opts *o, cJSON **out, struct hm_err *err)
 {
     cJSON *doc = cJSON_CreateObject();
@@ -149,10 +176,12 @@ int qry_report_build(sqlite3 *db, const struct qry_report_opts *o, cJSON **out, 
 
     if (!doc)
         return hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
-    if (o->steps && strcmp(t, "steps") != 0) {
+    if (o->steps && strcmp(t, "steps") != 0 && strcmp(t, "stragglers") != 0 &&
+        strcmp(t, "collectives") != 0 && strcmp(t, "nvtx") != 0) {
         cJSON_Delete(doc);
         return hm_err_set(err, HM_EINVAL, NULL, -1,
-                          "--steps applies to the steps topic; the other topics cover the whole run");
+                          "--steps applies to the steps, stragglers, collectives and nvtx topics; the "
+                          "others cover the whole run");
     }
     if (!strcmp(t, "summary")) {
         rc = add_facts(db, hm_sql_report_summary_run, doc, err);
@@ -176,8 +205,20 @@ int qry_report_build(sqlite3 *db, const struct qry_report_opts *o, cJSON **out, 
             rc = add_rows(db, o, hm_sql_report_kernels, doc, "kernels", err);
     } else if (!strcmp(t, "steps")) {
         rc = add_rows(db, o, hm_sql_report_steps, doc, "steps", err);
+        if (rc == 0)
+            rc = add_rows(db, o, hm_sql_report_step_breakdown, doc, "breakdown", err);
     } else if (!strcmp(t, "clocks")) {
         rc = add_rows(db, o, hm_sql_report_clocks, doc, "ranks", err);
+    } else if (!strcmp(t, "stragglers")) {
+        rc = add_verdict(db, doc, err);
+        if (rc == 0)
+            rc = add_rows(db, o, hm_sql_report_stragglers_ranks, doc, "ranks", err);
+        if (rc == 0)
+            rc = add_rows(db, o, hm_sql_report_stragglers_steps, doc, "steps", err);
+    } else if (!strcmp(t, "collectives")) {
+        rc = add_rows(db, o, hm_sql_report_collectives, doc, "instances", err);
+    } else if (!strcmp(t, "nvtx")) {
+        rc = add_rows(db, o, hm_sql_report_nvtx, doc, "ranges", err);
     } else {
         rc = hm_err_set(err, HM_EINVAL, NULL, -1, "unknown report topic '%s'", t);
     }

@@ -17,7 +17,8 @@
 enum qry_format { QRY_FORMAT_TABLE = 0, QRY_FORMAT_JSON, QRY_FORMAT_CSV };
 
 struct qry_report_opts {
-    const char *topic;       /* summary, temporal, overlap, idle, kernels, steps, clocks */
+    const char *topic;       /* summary, temporal, overlap, idle, kernels, steps, clocks,
+                                stragglers, collectives, nvtx */
     int all_steps;           /* keep the last ProfilerStep (HTA drops it) */
     const int *ranks;        /* only these ranks; NULL = all */
     int nranks;

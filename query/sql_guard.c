@@ -2,6 +2,7 @@
 #include "sql_guard.h"
 
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -105,9 +106,12 @@ int qry_sql_run(sqlite3 *db, const char *sql, const struct qry_sql_limits *lim, 
     sqlite3_progress_handler(db, 1000, over_time, &dl);
     rc = sqlite3_prepare_v2(db, sql, -1, &st, &tail);
     if (rc != SQLITE_OK || !st) {
-        int code = rc == SQLITE_AUTH ? HM_EINVAL : rc == SQLITE_OK ? HM_EINVAL : HM_ESQL;
-        hm_err_set(err, code, NULL, -1, "%s", rc == SQLITE_OK ? "empty statement" :
-                   rc == SQLITE_AUTH ? "refused: only read statements are allowed" : sqlite3_errmsg(db));
+        /* The authorizer's refusal of a function comes back as SQLITE_ERROR. */
+        bool denied = rc == SQLITE_AUTH || strstr(sqlite3_errmsg(db), "not authorized") != NULL;
+        int code = denied || rc == SQLITE_OK ? HM_EINVAL : HM_ESQL;
+        /* rc becomes the HM_E* code, as documented (not SQLite's). */
+        rc = hm_err_set(err, code, NULL, -1, "%s", rc == SQLITE_OK ? "empty statement" :
+                        rc == SQLITE_AUTH ? "refused: only read statements are allowed" : sqlite3_errmsg(db));
         goto out;
     }
     while (tail && (*tail == ' ' || *tail == '\n' || *tail == '\t' || *tail == '\r' || *tail == ';'))

@@ -13,11 +13,11 @@
  *     starting in it and the ns of it that the track covers;
  *   - the "wide" slices (at least one level-0 bucket long), in memory with
  *     what drawing them needs.
- * A window whose columns span at least 4 level-0 buckets ("coarse") is
- * answered from the pyramid level with 4+ buckets per column, plus one
- * index range scan per run of sparse columns (at most ~4 rows a column).
- * A narrower window ("fine") scans its range directly: it holds about
- * 4 * 4 rows per column on average. So a request costs O(px) buckets plus
+ * A window whose columns span at least 2 level-0 buckets ("coarse") is
+ * answered from the pyramid level with 2 to 4 (or more, at level 0) buckets
+ * per column, plus one index range scan per run of sparse columns (at most
+ * ~4 rows a column). A narrower window ("fine") scans its range directly:
+ * it holds about 2 * 4 rows per column on average. So a request costs O(px) buckets plus
  * the rows actually drawn, whatever the track's size; memory is about
  * 2 bytes per slice for the pyramid plus the wide slices.
  *
@@ -76,6 +76,7 @@ struct lod_req {
     const struct qry_window *win;
     int64_t a, b;                /* window, absolute ns */
     double w;                    /* column width, ns */
+    double W;                    /* coarse mode: bucket width, ns (0 in fine mode) */
     uint32_t *cnt;               /* owned, px */
     double *busy;                /* owned, px: covered ns */
     int64_t *bfirst, *blast;     /* owned, px: coarse mode bucket range */
@@ -347,6 +348,8 @@ static int track_build(struct qry_lod *l, struct lod_track *t, struct hm_err *er
         for (size_t j = 0; j < s.n; j++)
             if (s.ts[j] + s.dur[j] > t->end)
                 t->end = s.ts[j] + s.dur[j];
+        if (t->end > l->end)   /* the extent query looks only at each track's tail */
+            l->end = t->end;
         rc = pyramid_alloc(t, err);
         if (rc == 0)
             pyramid_fill(t, &s);
@@ -411,11 +414,38 @@ static int name_index(struct lod_req *q, int64_t sid)
     return (int)q->name_n++;
 }
 
+/* Writes v in decimal at p; returns the end. (printf's parsing showed up
+ * as a tenth of a busy window's time.) */
+static char *put_i64(char *p, int64_t v)
+{
+    char tmp[24];
+    int n = 0;
+    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+
+    if (v < 0)
+        *p++ = '-';
+    do
+        tmp[n++] = (char)('0' + u % 10);
+    while ((u /= 10) != 0);
+    while (n)
+        *p++ = tmp[--n];
+    return p;
+}
+
 static void emit(struct lod_req *q, const struct lod_row *r, bool *first)
 {
-    qry_buf_printf(q->out, "%s[%lld,%lld,%lld,%d,%d,%d,%lld]", *first ? "" : ",", (long long)r->id,
-                   (long long)(r->ts - q->lod->origin), (long long)r->dur, r->depth, name_index(q, r->name),
-                   r->cat, (long long)r->coll);
+    int64_t v[7] = {r->id, r->ts - q->lod->origin, r->dur, r->depth, name_index(q, r->name), r->cat, r->coll};
+    char line[7 * 22 + 4], *p = line;
+
+    if (!*first)
+        *p++ = ',';
+    *p++ = '[';
+    for (int i = 0; i < 7; i++) {
+        p = put_i64(p, v[i]);
+        *p++ = i < 6 ? ',' : ']';
+    }
+    *p = '\0';
+    qry_buf_puts(q->out, line);
     *first = false;
 }
 
@@ -501,7 +531,10 @@ static void emit_dense(struct lod_req *q)
     bool first = true;
 
     for (int c = 0; c < q->win->px; c++) {
-        double f = q->busy[c] / q->w;
+        /* Coarse columns hold a whole number of buckets, 4 or 5 when a
+         * column is 4.5 buckets wide: their busy time is a share of those. */
+        double span = q->W > 0 && q->bfirst[c] >= 0 ? (double)(q->blast[c] - q->bfirst[c] + 1) * q->W : q->w;
+        double f = q->busy[c] / span;
         if (q->cnt[c] <= QRY_LOD_MAX_PER_COL)
             continue;
         qry_buf_printf(q->out, "%s[%d,%u,%.3f]", first ? "" : ",", c, q->cnt[c], f > 1 ? 1 : f < 0 ? 0 : f);
@@ -521,7 +554,8 @@ static int track_fine(struct lod_req *q, const struct lod_track *t, struct hm_er
             rc = hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
     if (rc != 0)
         return rc;
-    qsort(q->rows, q->nrows, sizeof *q->rows, by_ts);
+    if (q->nrows > 1)   /* rows may be NULL when there are none */
+        qsort(q->rows, q->nrows, sizeof *q->rows, by_ts);
     for (size_t i = 0; i < q->nrows; i++) {
         const struct lod_row *r = &q->rows[i];
         if ((double)r->dur < q->w)
@@ -538,8 +572,9 @@ static int track_fine(struct lod_req *q, const struct lod_track *t, struct hm_er
     return 0;
 }
 
-/* Coarse window: columns take the counts of the pyramid level with at least
- * 4 buckets per column (a bucket goes to the column holding its middle). */
+/* Coarse window: columns take the counts of the coarsest pyramid level with
+ * at least 4 buckets per column, or level 0 (2 or more); a bucket goes to
+ * the column holding its middle. */
 static void coarse_columns(struct lod_req *q, const struct lod_track *t, int k)
 {
     int sk = t->shift + k;
@@ -564,6 +599,7 @@ static int track_coarse(struct lod_req *q, const struct lod_track *t, int k, str
     int sk = t->shift + k, px = q->win->px, rc = 0;
     bool first = true;
 
+    q->W = (double)(INT64_C(1) << sk);
     coarse_columns(q, t, k);
     /* Runs of sparse columns: one range scan each, on bucket bounds, so
      * exactly the slices the columns counted come back. */
@@ -601,6 +637,7 @@ static void req_reset(struct lod_req *q)
     for (int c = 0; c < px; c++)
         q->bfirst[c] = q->blast[c] = -1;
     q->nrows = 0;
+    q->W = 0;
     q->truncated = false;
 }
 
@@ -614,7 +651,7 @@ static int track_window(struct lod_req *q, struct lod_track *t, struct hm_err *e
     qry_buf_printf(q->out, "{\"id\":%lld,\"rank\":%d,\"n\":%zu,", (long long)t->id, t->rank, t->n);
     if (t->n == 0 || t->end <= q->a || t->base >= q->b) {
         qry_buf_puts(q->out, "\"lod\":\"empty\",\"slices\":[");
-    } else if ((double)(INT64_C(4) << t->shift) > q->w) {
+    } else if ((double)(INT64_C(2) << t->shift) > q->w) {
         rc = track_fine(q, t, err);
     } else {
         while (k + 1 < t->nlev && (double)(INT64_C(4) << (t->shift + k + 1)) <= q->w)

@@ -84,9 +84,9 @@ static void add_verdict(cJSON *doc, const cJSON *ranks)
         inst = num(top, "instances");
         is = lc >= 2 && lc >= 0.5 * inst && lc >= 2 * second;
         snprintf(text, sizeof text,
-                 "%s rank %d entered last in %.0f of %.0f collectives (%.0f%%), holding the others "
+                 "%srank %d entered last in %.0f of %.0f collectives (%.0f%%), holding the others "
                  "back %.1f ms in all; no other rank was last more than %.0f times",
-                 is ? "straggler:" : "no clear straggler; the most often last,", (int)num(top, "rank"), lc,
+                 is ? "" : "no clear straggler: the most often last, ", (int)num(top, "rank"), lc,
                  inst, 100 * lc / inst, num(top, "blame_us") / 1000, second);
     }
     if (is)

@@ -33,17 +33,25 @@ LEFT JOIN strings tn ON tn.id = t.name
 LEFT JOIN categories c ON c.id = s.cat
 LEFT JOIN strings cn ON cn.id = s.cat_name;
 
--- Each rank's clock model (report clocks).
+-- Each rank's clock model (report clocks), with its check against the
+-- collectives' exits (clock_checks; NULL for the reference rank).
+--   SELECT rank, method, uncertainty_ns, violations FROM v_clocks;
 CREATE VIEW v_clocks AS
-SELECT rank,
-       clock_offset_ns AS offset_ns,
-       clock_drift_ppm AS drift_ppm,
-       clock_method AS method,
-       clock_uncertainty_ns AS uncertainty_ns,
-       base_time_ns,
-       clock_ref_ns AS ref_ns,
-       complete
-FROM ranks;
+SELECT r.rank,
+       r.clock_offset_ns AS offset_ns,
+       r.clock_drift_ppm AS drift_ppm,
+       r.clock_method AS method,
+       r.clock_uncertainty_ns AS uncertainty_ns,
+       r.base_time_ns,
+       r.clock_ref_ns AS ref_ns,
+       r.complete,
+       k.samples AS check_samples,
+       k.before_ns AS check_before_ns,
+       k.after_ns AS check_after_ns,
+       k.resid_ns AS check_resid_ns,
+       k.violations
+FROM ranks r
+LEFT JOIN clock_checks k ON k.rank = r.rank;
 
 -- Temporal breakdown per rank (report temporal).
 CREATE VIEW v_temporal AS
@@ -85,46 +93,90 @@ FROM a_kernels k
 LEFT JOIN strings s ON s.id = k.name
 WHERE k.mode = 'hta';
 
--- Collective rows with the duration and the carrying slice resolved.
+-- Collective rows with the duration and the carrying slice resolved, and,
+-- on the row that times a matched call, its instance and wait states
+-- (instance NULL: a row merged into another, e.g. the CPU op of a kernel).
+--   SELECT rank, count(*) FROM v_collectives WHERE instance IS NOT NULL GROUP BY rank;
 CREATE VIEW v_collectives AS
 SELECT c.id, c.rank, c.pg, c.pg_desc, c.op, c.seq, c.comms_id,
        c.in_nelems, c.out_nelems, c.group_size, c.dtype, c.pg_ranks,
        c.enter_ns, c.exit_ns, c.exit_ns - c.enter_ns AS dur_ns,
-       c.slice, t.kind AS track_kind, n.str AS slice_name
+       c.slice, t.kind AS track_kind, n.str AS slice_name,
+       m.instance, m.late, m.wait_ns, m.completion_ns, m.blame_ns
 FROM collectives c
 LEFT JOIN slices s ON s.id = c.slice
 LEFT JOIN tracks t ON t.id = s.track
-LEFT JOIN strings n ON n.id = s.name;
+LEFT JOIN strings n ON n.id = s.name
+LEFT JOIN collective_instance_ranks m ON m.collective = c.id;
 
--- Straggler evidence per rank, straight from `collectives` (the matcher's
--- collective_instances will refine it). An instance is one (pg, seq) with a
--- known seq seen on at least two ranks; a rank arrives at its earliest enter
--- among its rows for the instance (CPU op or kernel: every rank of a run has
--- the same kinds of rows). The rank arriving last is late when it arrived
--- strictly after another; it is blamed for the skew (last - first arrival).
+-- Straggler evidence per rank over the matched collectives the straggler
+-- analysis counts (merger/stragglers.c; Scalasca's wait states on aligned
+-- clocks): instances the rank took part in, how often it entered last,
+-- the wait it caused the others (blame_us) and its own wait (wait_us).
+-- The verdict is in straggler_verdicts (step NULL: the whole run).
+--   SELECT rank, late_fraction, blame_us FROM v_stragglers ORDER BY blame_us DESC LIMIT 1;
 CREATE VIEW v_stragglers AS
-WITH arrival AS (
-    SELECT pg, seq, rank, min(enter_ns) AS enter_ns
-    FROM collectives
-    WHERE seq IS NOT NULL
-    GROUP BY pg, seq, rank
-),
-instance AS (
-    SELECT rank,
-           count(*) OVER w AS nranks,
-           max(enter_ns) OVER w - min(enter_ns) OVER w AS skew_ns,
-           row_number() OVER (PARTITION BY pg, seq ORDER BY enter_ns DESC, rank) AS pos
-    FROM arrival
-    WINDOW w AS (PARTITION BY pg, seq)
-)
-SELECT rank,
+SELECT m.rank,
        count(*) AS instances,
-       sum(pos = 1 AND skew_ns > 0) AS late_count,
-       1.0 * sum(pos = 1 AND skew_ns > 0) / count(*) AS late_fraction,
-       sum(CASE WHEN pos = 1 THEN skew_ns ELSE 0 END) / 1000.0 AS blame_us
-FROM instance
-WHERE nranks >= 2
-GROUP BY rank;
+       sum(m.late) AS late_count,
+       1.0 * sum(m.late) / count(*) AS late_fraction,
+       sum(m.blame_ns) / 1000.0 AS blame_us,
+       sum(m.wait_ns) / 1000.0 AS wait_us
+FROM collective_instance_ranks m
+JOIN collective_instances i ON i.id = m.instance
+WHERE i.analysed = 1
+GROUP BY m.rank;
+
+-- The same per ProfilerStep, with that step's verdict.
+--   SELECT step, rank, blame_us FROM v_stragglers_steps WHERE late_count > 0 ORDER BY step;
+CREATE VIEW v_stragglers_steps AS
+SELECT i.step, m.rank,
+       count(*) AS instances,
+       sum(m.late) AS late_count,
+       1.0 * sum(m.late) / count(*) AS late_fraction,
+       sum(m.blame_ns) / 1000.0 AS blame_us,
+       sum(m.wait_ns) / 1000.0 AS wait_us,
+       (SELECT v.straggler FROM straggler_verdicts v WHERE v.step = i.step) AS step_straggler
+FROM collective_instance_ranks m
+JOIN collective_instances i ON i.id = m.instance
+WHERE i.analysed = 1 AND i.step IS NOT NULL
+GROUP BY i.step, m.rank;
+
+-- Matched collectives (report collectives), times in us from the first.
+--   SELECT op, count(*), avg(skew_us) FROM v_collective_instances GROUP BY op;
+CREATE VIEW v_collective_instances AS
+SELECT i.id, i.pg, i.op, i.seq, i.match, i.step, i.size, i.group_size, i.ranks, i.analysed,
+       i.late_rank, i.skew_ns / 1000.0 AS skew_us,
+       (i.max_exit_ns - i.first_enter_ns) / 1000.0 AS span_us,
+       (i.max_exit_ns - i.min_exit_ns) / 1000.0 AS exit_spread_us,
+       i.first_enter_ns, i.last_enter_ns, i.min_exit_ns, i.max_exit_ns,
+       (SELECT sum(m.wait_ns) FROM collective_instance_ranks m WHERE m.instance = i.id) / 1000.0 AS wait_us
+FROM collective_instances i;
+
+-- Stitched NVTX / annotation ranges across ranks (report nvtx).
+--   SELECT path, avg(skew_us), max(skew_us) FROM v_nvtx GROUP BY path ORDER BY 2 DESC;
+CREATE VIEW v_nvtx AS
+SELECT n.id, s.str AS name, n.path, n.step, n.occurrence, n.ranks, n.late_rank,
+       n.skew_ns / 1000.0 AS skew_us,
+       n.first_enter_ns, n.last_enter_ns, n.min_exit_ns, n.max_exit_ns,
+       n.gpu_ns / 1000.0 AS gpu_us, n.gpu_ops
+FROM nvtx_stitched n
+LEFT JOIN strings s ON s.id = n.name;
+
+-- Step breakdown per rank in ms and % of the step (report steps).
+--   SELECT rank, avg(exposed_comm_pct) FROM v_step_breakdown GROUP BY rank;
+CREATE VIEW v_step_breakdown AS
+SELECT rank, step, dur_ns / 1e6 AS step_ms, source,
+       forward_ns / 1e6 AS forward_ms, backward_ns / 1e6 AS backward_ms,
+       optimizer_ns / 1e6 AS optimizer_ms, compute_ns / 1e6 AS compute_ms,
+       exposed_comm_ns / 1e6 AS exposed_comm_ms, other_ns / 1e6 AS other_ms,
+       100.0 * forward_ns / nullif(dur_ns, 0) AS forward_pct,
+       100.0 * backward_ns / nullif(dur_ns, 0) AS backward_pct,
+       100.0 * optimizer_ns / nullif(dur_ns, 0) AS optimizer_pct,
+       100.0 * compute_ns / nullif(dur_ns, 0) AS compute_pct,
+       100.0 * exposed_comm_ns / nullif(dur_ns, 0) AS exposed_comm_pct,
+       100.0 * other_ns / nullif(dur_ns, 0) AS other_pct
+FROM step_breakdown;
 
 -- ProfilerStep ranges per rank with the step analysis.
 CREATE VIEW v_steps AS

@@ -181,6 +181,18 @@ void inj_say_once(struct inj *g, int which, const char *counter, const char *fmt
         inj_counter(g, counter, 1, -1);
 }
 
+void inj_debug(const struct inj *g, const char *fmt, ...)
+{
+    va_list ap;
+    if (!g->debug)
+        return;
+    fprintf(stderr, "htamerge-inject[%d]: ", (int)getpid());
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
 /* ---- CUDA device --------------------------------------------------------- */
 
 /* cuCtxGetDevice through the already-loaded driver (never linked: there may
@@ -223,7 +235,9 @@ static void at_exit(void)
     struct inj *g = &g_inj;
     if (!g->active)
         return;
+    inj_debug(g, "exit: flushing CUPTI");
     inj_cupti_stop(g);
+    inj_debug(g, "exit: flushing NCCL");
     inj_nccl_flush_all(g);
     if (atomic_load(&g->nvtx.unmatched))
         inj_counter(g, "htamerge/nvtx unmatched pops", (double)atomic_load(&g->nvtx.unmatched), -1);
@@ -241,6 +255,10 @@ static void at_fork_child(void)
     g->strings.pid_mod = (uint32_t)g->pid % 32749u;
     atomic_store(&g->strings.next, 1);
     t_tid = 0;
+    /* The parent's communicators and their pending collectives are the
+     * parent's to report. */
+    pthread_mutex_init(&g->nccl.mu, NULL);
+    g->nccl.ctxs = NULL;
 }
 
 static void init_once(void)
@@ -256,6 +274,7 @@ static void init_once(void)
     for (int i = 0; i < INJ_MAX_DEVICES; i++)
         inj_gpuclock_init(&g->nccl.clock[i]);
     g->capture = parse_capture(getenv("HTAMERGE_CAPTURE"));
+    g->debug = getenv("HTAMERGE_INJECT_DEBUG") != NULL;
     if (!name || !*name)
         return;   /* not under htamerge: stay inert */
     if (hm_clockhook_load(&g->hook) != 0)
@@ -287,5 +306,9 @@ int InitializeInjection(void)
     struct inj *g = inj_get();
     if (g->active && (g->capture & INJ_CAP_CUPTI))
         inj_cupti_start(g);
+    else if (g->active)
+        inj_say_once(g, INJ_SAY_CUPTI, "htamerge/cupti unavailable",
+                     "CUPTI capture off (HTAMERGE_CAPTURE=%s): CUPTI is left to torch.profiler or another "
+                     "tool; NVTX and NCCL capture go on", getenv("HTAMERGE_CAPTURE"));
     return 1;   /* never fail the application's cuInit */
 }

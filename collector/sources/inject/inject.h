@@ -7,16 +7,19 @@
 #ifndef INJ_INJECT_H
 #define INJ_INJECT_H
 
+/* The library builds with -fvisibility=hidden; only these are visible. */
+#define INJ_EXPORT __attribute__((visibility("default")))
+
 /* CUDA_INJECTION64_PATH: called by the CUDA driver from cuInit; starts
  * CUPTI activity capture (kernels, copies, memsets, synchronisation,
  * launch calls) unless another CUPTI subscriber holds CUPTI. Returns 1. */
-int InitializeInjection(void);
+INJ_EXPORT int InitializeInjection(void);
 
 /* NVTX_INJECTION64_PATH: called by each NVTX client (one per library that
  * embeds NVTX) with its export table; fills the core callbacks. Returns 1,
  * or 0 (NVTX then turns itself into no-ops) when capture is off. The
  * parameter is NVTX's NvtxGetExportTableFunc_t. */
-int InitializeInjectionNvtx2(const void *(*get_export_table)(unsigned int id));
+INJ_EXPORT int InitializeInjectionNvtx2(const void *(*get_export_table)(unsigned int id));
 
 /* NCCL_PROFILER_PLUGIN: NCCL 2.28 looks up ncclProfiler_v5 first, then
  * ncclProfiler_v4 (declared in nccl_abi.h). */

@@ -118,6 +118,7 @@ struct inj_cupti;                   /* cupti.c */
 
 struct inj {
     int active;                     /* 1 when the ring is attached */
+    int debug;                      /* HTAMERGE_INJECT_DEBUG: trace calls on stderr */
     unsigned capture;               /* INJ_CAP_* */
     struct hm_ring *ring;           /* owned; NULL: inert */
     struct hm_clockhook hook;
@@ -158,6 +159,9 @@ void inj_counter(struct inj *g, const char *name, double value, int device);
  * counter `counter` = 1 (NULL: none). */
 void inj_say_once(struct inj *g, int which, const char *counter, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+
+/* A line on stderr when HTAMERGE_INJECT_DEBUG is set. */
+void inj_debug(const struct inj *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* The CUDA device current on this thread (driver API via dlsym), or -1. */
 int inj_cuda_device(void);

@@ -128,6 +128,42 @@ void kj_builder_fini(struct kj_builder *k)
     k->scratch = NULL;
 }
 
+/* Bytes of JSON per slice assumed when sizing the slice array up front: a
+ * pretty-printed Kineto complete event with args takes 300 to 600, a
+ * compact one 150 or more, and flows and other events come between them.
+ * Growing the array by doubling copied it into fresh pages at each step
+ * (half the page faults of a parse); a trace with more slices still grows
+ * it, and kj_builder_trim gives back what was not used. */
+#define JSON_BYTES_PER_SLICE 256
+
+void kj_builder_presize(struct kj_builder *k, size_t json_len)
+{
+    size_t n = json_len / JSON_BYTES_PER_SLICE;
+    struct hm_slice *p;
+
+    if (n <= k->b->slices.cap || n < 1024 || n > SIZE_MAX / sizeof *p)
+        return;
+    p = realloc(k->b->slices.v, n * sizeof *p);
+    if (!p)
+        return;   /* not needed: pushing grows it */
+    k->b->slices.v = p;
+    k->b->slices.cap = n;
+}
+
+void kj_builder_trim(struct kj_builder *k)
+{
+    size_t n = k->b->slices.n ? k->b->slices.n : 1;
+    struct hm_slice *p;
+
+    if (!k->b->slices.v || k->b->slices.cap <= n + n / 8)
+        return;
+    p = realloc(k->b->slices.v, n * sizeof *p);
+    if (!p)
+        return;
+    k->b->slices.v = p;
+    k->b->slices.cap = n;
+}
+
 /* The compact form of raw JSON text in k->scratch; its length, or
  * SIZE_MAX when out of memory. */
 static size_t minify_json(struct kj_builder *k, const char *raw, size_t n)
@@ -203,7 +239,7 @@ static int64_t ident(const struct kj_tok *t)
 
     if (!t)
         return 0;
-    if (t->type == KJ_NUM && kj_num_scaled(t->p, t->n, 0, &v) == 0)
+    if (t->type == KJ_NUM && kj_tok_num(t, 0, &v) == 0)
         return v;
     if (t->type == KJ_STR) {
         if (kj_num_scaled(t->p, t->n, 0, &v) == 0)
@@ -341,8 +377,8 @@ static int complete_check(struct kj_builder *k, const struct kj_event *ev, int64
     else if (!cat)
         why = HM_SKIP_NO_CAT;
     else if (!tts || tts->type != KJ_NUM || tdur->type != KJ_NUM || cat->type != KJ_STR ||
-             (name && name->type != KJ_STR) || kj_num_scaled(tts->p, tts->n, 3, ts) != 0 ||
-             kj_num_scaled(tdur->p, tdur->n, 3, dur) != 0)
+             (name && name->type != KJ_STR) || kj_tok_num(tts, 3, ts) != 0 ||
+             kj_tok_num(tdur, 3, dur) != 0)
         why = HM_SKIP_BAD_VALUE;
     else if (*dur < 0)
         why = HM_SKIP_NEGATIVE_DUR;
@@ -430,7 +466,7 @@ static int on_instant(struct kj_builder *k, const struct kj_event *ev)
 
     if (!tok_is(fld(ev, KJ_F_NAME), "[memory]", 8))
         return skip(k, HM_SKIP_UNSUPPORTED_PH);
-    if (!tts || tts->type != KJ_NUM || kj_num_scaled(tts->p, tts->n, 3, &ts) != 0)
+    if (!tts || tts->type != KJ_NUM || kj_tok_num(tts, 3, &ts) != 0)
         return skip(k, HM_SKIP_BAD_VALUE);
     dev = fld_int(ev, KJ_F_A_DEVICE_ID, -1);
     if (dev < INT32_MIN || dev > INT32_MAX)

@@ -123,6 +123,7 @@ static int finish(struct kj_read *r, const char *path)
     const char *how = "distributedInfo";
     int rc;
 
+    kj_builder_trim(&r->bld);
     if ((rc = kj_builder_name_tracks(&r->bld)) != 0)
         return rc;
     if (r->meta_len) {
@@ -185,6 +186,7 @@ int src_kineto_read(const char *path, const struct src_kineto_opts *opts,
         rc = hm_err_set(err, HM_ENOMEM, path, -1, "out of memory");
         goto fail;
     }
+    kj_builder_presize(&r.bld, buf.len);
     rc = walk(&r, &buf, path, err);
     b->source_bytes = buf.len;
     kj_buf_free(&buf);

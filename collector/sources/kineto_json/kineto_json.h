@@ -28,16 +28,21 @@ struct src_kineto_opts {
  * returns a negative HM_E* code, sets *out = NULL and fills err with the
  * file, a byte offset (into the decompressed JSON where known; into the
  * compressed file for gzip errors; -1 if unknown) and a one-line reason.
- * Files whose decompressed JSON exceeds 4 GiB are refused (HM_EFORMAT). */
+ * Files whose decompressed JSON exceeds 4 GiB are refused (HM_EFORMAT).
+ * The file is mapped while it is read (plain JSON for the whole parse):
+ * truncating it meanwhile faults (SIGBUS), as with any mapped file. */
 int src_kineto_read(const char *path, const struct src_kineto_opts *opts,
                     struct hm_batch **out, struct hm_err *err);
 
-/* Each thread that reads keeps its scratch (the decompressed JSON buffer,
- * simdjson's index, the decompressor: about one decompressed file's worth,
- * none kept above 1 GiB) for its next read, so that a worker reading file
- * after file does not fault fresh memory in for every one. It is freed
- * when the thread exits; this frees the calling thread's now (e.g. when a
- * long-lived thread is done reading). Safe to call at any time. */
+/* Each thread that reads keeps its scratch for its next read (the buffer
+ * gzip is inflated into, simdjson's index, the decompressor: about the
+ * largest file's decompressed size plus 4 bytes per structural character
+ * of it; a buffer above 1 GiB or the index of JSON above 256 MiB is not
+ * kept), so that a worker reading file after file does not fault fresh
+ * memory in for every one. Plain JSON files are mapped, not copied. The
+ * scratch is freed when the thread exits; this frees the calling thread's
+ * now (e.g. when a long-lived thread is done reading). Safe to call at any
+ * time, also from inside a read's progress callback. */
 void src_kineto_release_thread_cache(void);
 
 /* Rank from a file name: "rank-3", "rank3", "rank_3" (any case) in the

@@ -37,8 +37,9 @@ struct kj_buf {
     size_t map_len;   /* bytes mapped at data (a plain file mapped whole), else 0 */
 };
 
-/* Scratch larger than this (buffer bytes, or JSON bytes simdjson indexed)
- * is freed after a read rather than kept for the thread's next one. */
+/* A thread's scratch larger than this (buffer bytes; simdjson's index
+ * for JSON of more than a quarter of it) is freed after a read rather
+ * than kept for the thread's next one. */
 #define KJ_KEEP_MAX ((size_t)1 << 30)
 
 /* Reads path whole into out, inflating it when it starts with the gzip magic.
@@ -68,7 +69,8 @@ enum kj_type {
 };
 
 /* A borrowed view into the document or the walker's string buffer, valid
- * until kj_parse returns. */
+ * until kj_parse returns. A KJ_NUM token always points into the document,
+ * so KJ_PADDING bytes after its end may be read. */
 struct kj_tok {
     const char *p;
     uint32_t n;
@@ -169,6 +171,10 @@ int kj_diag_cut_short(const char *p, size_t n);
  * in int64. */
 int kj_num_scaled(const char *s, size_t n, int scale, int64_t *out);
 
+/* kj_num_scaled on a token's text; quicker for a KJ_NUM token (which
+ * points into the document: it reads past the token's end). */
+int kj_tok_num(const struct kj_tok *t, int scale, int64_t *out);
+
 /* Integer value of a token: a number, or a string holding one; def if the
  * token is absent or not an integer that fits. */
 int64_t kj_tok_int(const struct kj_tok *t, int64_t def);
@@ -197,6 +203,12 @@ struct kj_builder {
 
 int kj_builder_init(struct kj_builder *k, struct hm_batch *b, int keep_args);
 void kj_builder_fini(struct kj_builder *k);
+
+/* Sizes the batch's slice array for a document of json_len bytes before
+ * the walk, and gives back the unused part after it. Neither fails: the
+ * array grows as needed anyway. */
+void kj_builder_presize(struct kj_builder *k, size_t json_len);
+void kj_builder_trim(struct kj_builder *k);
 
 /* The sink's event callback (ctx is a struct kj_builder). */
 int kj_builder_event(void *ctx, const struct kj_event *ev);

@@ -1,0 +1,74 @@
+/* `htamerge serve`: the query server and web viewer over one merged file. */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cli.h"
+#include "query/server.h"
+
+static const char serve_help[] =
+    "usage: htamerge serve FILE.db [--listen HOST:PORT] [--token TOKEN]\n"
+    "\n"
+    "Serves the merged file read-only over HTTP: a web viewer (overview,\n"
+    "straggler verdict, multi-rank timeline, tables, SQL console) at /, and a\n"
+    "JSON API under /api/ (run, ranks, report/TOPIC, timeline, slice/ID,\n"
+    "collective/ID, POST sql). Works while a run is still writing the file.\n"
+    "\n"
+    "options:\n"
+    "  -l, --listen HOST:PORT  address to bind (default 127.0.0.1:8080); port 0\n"
+    "                          picks a free port, printed on stderr\n"
+    "  -t, --token TOKEN       require it on /api/ (Authorization: Bearer TOKEN,\n"
+    "                          or ?token=TOKEN); needed to bind a non-loopback\n"
+    "                          address. Also read from HTAMERGE_TOKEN.\n"
+    "      --timeout S         drop connections idle for S seconds (default 30)\n"
+    "\n"
+    "Stops on Ctrl-C (SIGINT) or SIGTERM.\n"
+    "exit status: 0 stopped by a signal, 1 cannot serve (file, address in use),\n"
+    "2 bad command line or a non-loopback address without a token.\n"
+    "\n"
+    "examples:\n"
+    "  htamerge serve run.db                       # then open http://127.0.0.1:8080\n"
+    "  htamerge serve run.db --listen 0.0.0.0:8080 --token \"$(openssl rand -hex 16)\"\n";
+
+int cli_serve(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"listen", required_argument, 0, 'l'}, {"token", required_argument, 0, 't'},
+        {"timeout", required_argument, 0, 'T'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    struct qry_serve_opts o = {.token = getenv("HTAMERGE_TOKEN"), .log = stderr};
+    struct hm_err err;
+    char line[1400];
+    int c, rc;
+
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "l:t:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'l': o.listen = optarg; break;
+        case 't': o.token = optarg; break;
+        case 'T':
+            o.timeout_s = atoi(optarg);
+            if (o.timeout_s < 1 || o.timeout_s > 3600) {
+                cli_error("serve: bad --timeout '%s' (1 to 3600 seconds)", optarg);
+                return CLI_EXIT_USAGE;
+            }
+            break;
+        case 'h': fputs(serve_help, stdout); return CLI_EXIT_OK;
+        default: fputs(serve_help, stderr); return CLI_EXIT_USAGE;
+        }
+    }
+    if (argc - optind != 1) {
+        cli_error("serve: give one FILE.db (try `htamerge serve --help`)");
+        return CLI_EXIT_USAGE;
+    }
+    o.db_path = argv[optind];
+    if (o.token && !*o.token)
+        o.token = NULL;
+    /* A client that hangs up mid-answer must not kill the server. */
+    signal(SIGPIPE, SIG_IGN);
+    hm_err_clear(&err);
+    rc = qry_serve(&o, &err);
+    if (rc != 0)
+        cli_error("serve: %s", hm_err_line(&err, line, sizeof line));
+    return rc == 0 ? CLI_EXIT_OK : rc == HM_EINVAL ? CLI_EXIT_USAGE : CLI_EXIT_FAIL;
+}

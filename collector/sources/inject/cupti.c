@@ -1,0 +1,557 @@
+/* CUPTI capture: activity records for kernels (concurrent), memcpy, memset,
+ * synchronisation and the runtime/driver calls that launch, copy, set or
+ * wait, each with its correlation id, as HM_RING_SLICE records. CUPTI is
+ * loaded with dlopen (the library must load where CUPTI is missing, and in a
+ * PyTorch process it must share the libcupti PyTorch already loaded).
+ *
+ * On CUDA 13 only one CUPTI client may exist. We claim it with cuptiSubscribe
+ * from InitializeInjection; when that is refused (torch.profiler/Kineto or
+ * an NVIDIA tool holds CUPTI) we say so once, record the counter
+ * "htamerge/cupti unavailable" = 1, and leave CUPTI alone: NVTX and NCCL
+ * capture go on, and the collector reads Kineto's files.
+ *
+ * Threads: CUPTI hands completed buffers to buf_complete (its worker thread,
+ * or whoever flushes); they are queued for our drain thread, which turns
+ * them into records, flushes CUPTI every FLUSH_MS so records stream while
+ * the job runs, and stamps the ring heartbeat. No training thread parses a
+ * buffer. At exit inj_cupti_stop forces a last flush and drains. */
+#include <cupti.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "inject_int.h"
+
+#ifndef INJ_CUPTI_SONAME
+#define INJ_CUPTI_SONAME "libcupti.so"
+#endif
+
+enum { BUF_BYTES = 4 << 20, FLUSH_MS = 500, WAKE_MS = 100, NAME_CACHE = 8192, MAX_CTX = 128 };
+
+/* CUPTI functions we call, resolved from the loaded library. */
+#define CUPTI_FNS(X)                                                                                   \
+    X(cuptiSubscribe) X(cuptiUnsubscribe) X(cuptiGetResultString) X(cuptiActivityRegisterCallbacks)    \
+    X(cuptiActivityEnable) X(cuptiActivityFlushAll) X(cuptiActivityGetNextRecord)                      \
+    X(cuptiActivityGetNumDroppedRecords) X(cuptiGetCallbackName) X(cuptiSetThreadIdType)               \
+    X(cuptiGetStreamIdEx)
+
+struct cbuf {                  /* header in front of each buffer we give CUPTI */
+    struct cbuf *next;
+    size_t valid;
+};
+
+enum { MAX_OUT = 256 };        /* buffers handed to CUPTI and not yet completed */
+
+struct name_slot {
+    const char *key;           /* CUPTI's kernel name pointer (stable per function) */
+    uint32_t id;
+};
+
+struct inj_cupti {
+    void *lib;                 /* dlopen handle */
+#define X(f) __typeof__(&f) f;
+    CUPTI_FNS(X)
+#undef X
+    __typeof__(&cuptiSubscribe_v2) subscribe_v2;   /* NULL on older CUPTI */
+    CUpti_SubscriberHandle sub;
+    pthread_t thread;
+    int thread_started;
+    pthread_mutex_t mu;        /* guards head, tail, stop */
+    pthread_cond_t cv;
+    struct cbuf *head, *tail;  /* completed buffers, oldest first; owned */
+    uint8_t *out[MAX_OUT];     /* buffers CUPTI holds: a completed buffer not found
+                                  here is someone else's (another CUPTI client
+                                  replaced the callbacks) and is left alone */
+    int stop;
+    int32_t pid;               /* the process that started CUPTI (not a forked child) */
+    /* drain thread (or the exit path after it stopped) only: */
+    char *(*demangle)(const char *, char *, size_t *, int *);
+    struct name_slot names[NAME_CACHE];
+    uint32_t rt_name[CUPTI_RUNTIME_TRACE_CBID_SIZE], drv_name[CUPTI_DRIVER_TRACE_CBID_SIZE];
+    uint8_t rt_keep[CUPTI_RUNTIME_TRACE_CBID_SIZE], drv_keep[CUPTI_DRIVER_TRACE_CBID_SIZE]; /* 0 ?, 1 keep, 2 drop */
+    uint32_t ctx_id[MAX_CTX], ctx_dev[MAX_CTX];
+    int nctx;
+};
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static const char *result_text(struct inj_cupti *c, CUptiResult r)
+{
+    const char *s = NULL;
+    if (c->cuptiGetResultString)
+        c->cuptiGetResultString(r, &s);
+    return s ? s : "unknown CUPTI error";
+}
+
+/* ---- names ----------------------------------------------------------------- */
+
+static uint32_t kernel_name(struct inj *g, struct inj_cupti *c, const char *mangled)
+{
+    uint32_t h = (uint32_t)(((uintptr_t)mangled >> 3) * 2654435761u);
+    char *plain = NULL;
+    uint32_t id;
+    int status = -1;
+
+    if (!mangled)
+        return inj_cstr(g, "(unnamed kernel)");
+    for (uint32_t i = 0; i < 16; i++) {
+        struct name_slot *s = &c->names[(h + i) % NAME_CACHE];
+        if (s->key == mangled)
+            return s->id;
+        if (s->key)
+            continue;
+        if (c->demangle && mangled[0] == '_' && mangled[1] == 'Z')
+            plain = c->demangle(mangled, NULL, NULL, &status);
+        id = inj_cstr(g, status == 0 && plain ? plain : mangled);
+        free(plain);
+        if (id) {
+            s->key = mangled;
+            s->id = id;
+        }
+        return id;
+    }
+    return inj_cstr(g, mangled);
+}
+
+/* "cudaLaunchKernel_v7000" -> "cudaLaunchKernel", "..._ptsz" dropped too. */
+static size_t api_base_len(const char *name)
+{
+    size_t n = strlen(name);
+    for (int pass = 0; pass < 2; pass++) {
+        size_t i = n;
+        while (i > 0 && name[i - 1] >= '0' && name[i - 1] <= '9')
+            i--;
+        if (i > 2 && i < n && name[i - 1] == 'v' && name[i - 2] == '_')
+            n = i - 2;
+        if (n > 5 && (!strncmp(name + n - 5, "_ptsz", 5) || !strncmp(name + n - 5, "_ptds", 5)))
+            n -= 5;
+    }
+    return n;
+}
+
+/* Which API calls become slices: those that launch, copy, set, allocate or
+ * wait (runtime), and launches (driver; a runtime call's own driver calls
+ * would only repeat it). */
+static int api_wanted(const char *name, int driver)
+{
+    static const char *const rt[] = {"Launch", "Memcpy", "Memset", "Synchronize", "StreamWaitEvent",
+                                     "EventRecord", "Malloc", "Free"};
+    if (driver)
+        return !strncmp(name, "cuLaunch", 8) || !strncmp(name, "cuGraphLaunch", 13);
+    for (size_t i = 0; i < sizeof rt / sizeof rt[0]; i++)
+        if (strstr(name, rt[i]))
+            return 1;
+    return 0;
+}
+
+/* The name id of an API call, 0 when it is not wanted. */
+static uint32_t api_name(struct inj *g, struct inj_cupti *c, int driver, uint32_t cbid)
+{
+    uint32_t size = driver ? CUPTI_DRIVER_TRACE_CBID_SIZE : CUPTI_RUNTIME_TRACE_CBID_SIZE;
+    uint32_t *ids = driver ? c->drv_name : c->rt_name;
+    uint8_t *keep = driver ? c->drv_keep : c->rt_keep;
+    const char *name = NULL;
+
+    if (cbid < size && keep[cbid])
+        return keep[cbid] == 1 ? ids[cbid] : 0;
+    c->cuptiGetCallbackName(driver ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &name);
+    if (!name || !api_wanted(name, driver)) {
+        if (cbid < size)
+            keep[cbid] = 2;
+        return 0;
+    }
+    uint32_t id = inj_str(g, name, api_base_len(name));
+    if (cbid < size && id) {
+        ids[cbid] = id;
+        keep[cbid] = 1;
+    }
+    return id;
+}
+
+static const char *memcpy_kind(unsigned k)
+{
+    static const char *const s[] = {"Unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
+                                    "AtoD",    "DtoA", "DtoD", "HtoH", "PtoP"};
+    return k < sizeof s / sizeof s[0] ? s[k] : "Unknown";
+}
+
+static const char *memory_kind(unsigned k)
+{
+    static const char *const s[] = {"Unknown", "Pageable", "Pinned", "Device",
+                                    "Array",   "Managed",  "Device Static", "Managed Static"};
+    return k < sizeof s / sizeof s[0] ? s[k] : "Unknown";
+}
+
+static uint32_t ctx_device(struct inj_cupti *c, uint32_t ctx)
+{
+    for (int i = 0; i < c->nctx; i++)
+        if (c->ctx_id[i] == ctx)
+            return c->ctx_dev[i];
+    return 0;
+}
+
+/* ---- records ----------------------------------------------------------------- */
+
+static void gpu_slice(struct inj *g, struct hm_ring_slice *s, uint64_t start, uint64_t end)
+{
+    s->ts = inj_time(g, (int64_t)start);
+    s->dur = end > start ? inj_time(g, (int64_t)end) - s->ts : 0;
+    s->kind = HM_TRACK_GPU_STREAM;
+    inj_emit(g, HM_RING_SLICE, s, sizeof *s);
+}
+
+static void on_kernel(struct inj *g, struct inj_cupti *c, const CUpti_ActivityKernel10 *k)
+{
+    char args[256];
+    int n = snprintf(args, sizeof args,
+                     "{\"grid\":[%d,%d,%d],\"block\":[%d,%d,%d],\"registers per thread\":%u,"
+                     "\"shared memory\":%d}",
+                     k->gridX, k->gridY, k->gridZ, k->blockX, k->blockY, k->blockZ,
+                     (unsigned)k->registersPerThread, k->staticSharedMemory + k->dynamicSharedMemory);
+    struct hm_ring_slice s = {.correlation = k->correlationId, .bytes = HM_NONE, .tid = k->streamId,
+                              .pid = (int32_t)k->deviceId, .cat = HM_CAT_KERNEL,
+                              .flags = HM_SLICE_F_STREAM_ARG};
+
+    s.name = kernel_name(g, c, k->name);
+    s.args = n > 0 && n < (int)sizeof args ? inj_str(g, args, (size_t)n) : 0;
+    gpu_slice(g, &s, k->start, k->end);
+}
+
+static void on_memcpy(struct inj *g, const CUpti_ActivityMemcpy6 *m)
+{
+    char name[96];
+    int n = snprintf(name, sizeof name, "Memcpy %s (%s -> %s)", memcpy_kind(m->copyKind),
+                     memory_kind(m->srcKind), memory_kind(m->dstKind));
+    struct hm_ring_slice s = {.correlation = m->correlationId, .bytes = (int64_t)m->bytes,
+                              .tid = m->streamId, .pid = (int32_t)m->deviceId,
+                              .cat = HM_CAT_GPU_MEMCPY, .flags = HM_SLICE_F_STREAM_ARG};
+    s.name = inj_str(g, name, (size_t)n);
+    gpu_slice(g, &s, m->start, m->end);
+}
+
+static void on_memset(struct inj *g, const CUpti_ActivityMemset4 *m)
+{
+    char name[64];
+    int n = snprintf(name, sizeof name, "Memset (%s)", memory_kind(m->memoryKind));
+    struct hm_ring_slice s = {.correlation = m->correlationId, .bytes = (int64_t)m->bytes,
+                              .tid = m->streamId, .pid = (int32_t)m->deviceId,
+                              .cat = HM_CAT_GPU_MEMSET, .flags = HM_SLICE_F_STREAM_ARG};
+    s.name = inj_str(g, name, (size_t)n);
+    gpu_slice(g, &s, m->start, m->end);
+}
+
+static void on_sync(struct inj *g, struct inj_cupti *c, const CUpti_ActivitySynchronization2 *y)
+{
+    static const char *const names[] = {"Unknown Sync", "Event Sync", "Stream Wait Event", "Stream Sync",
+                                        "Context Sync"};
+    unsigned t = (unsigned)y->type < 5 ? (unsigned)y->type : 0;
+    int has_stream = y->streamId != CUPTI_SYNCHRONIZATION_INVALID_VALUE;
+    struct hm_ring_slice s = {.correlation = y->correlationId, .bytes = HM_NONE,
+                              .tid = has_stream ? (int64_t)y->streamId : -1,
+                              .pid = (int32_t)ctx_device(c, y->contextId), .cat = HM_CAT_CUDA_SYNC,
+                              .flags = has_stream ? HM_SLICE_F_STREAM_ARG : 0};
+    s.name = inj_cstr(g, names[t]);
+    gpu_slice(g, &s, y->start, y->end);
+}
+
+static void on_api(struct inj *g, struct inj_cupti *c, const CUpti_ActivityAPI *a, int driver)
+{
+    struct hm_ring_slice s = {.correlation = a->correlationId, .bytes = HM_NONE, .tid = a->threadId,
+                              .pid = (int32_t)a->processId, .kind = HM_TRACK_CPU_THREAD,
+                              .cat = driver ? HM_CAT_CUDA_DRIVER : HM_CAT_CUDA_RUNTIME};
+
+    s.name = api_name(g, c, driver, a->cbid);
+    if (!s.name)
+        return;
+    s.ts = inj_time(g, (int64_t)a->start);
+    s.dur = a->end > a->start ? inj_time(g, (int64_t)a->end) - s.ts : 0;
+    inj_emit(g, HM_RING_SLICE, &s, sizeof s);
+}
+
+static void on_context(struct inj_cupti *c, const CUpti_ActivityContext3 *x)
+{
+    if (c->nctx < MAX_CTX) {
+        c->ctx_id[c->nctx] = x->contextId;
+        c->ctx_dev[c->nctx++] = x->deviceId;
+    }
+}
+
+static void on_record(struct inj *g, struct inj_cupti *c, CUpti_Activity *r)
+{
+    switch (r->kind) {
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: on_kernel(g, c, (const void *)r); break;
+    case CUPTI_ACTIVITY_KIND_MEMCPY: on_memcpy(g, (const void *)r); break;
+    case CUPTI_ACTIVITY_KIND_MEMSET: on_memset(g, (const void *)r); break;
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: on_sync(g, c, (const void *)r); break;
+    case CUPTI_ACTIVITY_KIND_RUNTIME: on_api(g, c, (const void *)r, 0); break;
+    case CUPTI_ACTIVITY_KIND_DRIVER: on_api(g, c, (const void *)r, 1); break;
+    case CUPTI_ACTIVITY_KIND_CONTEXT: on_context(c, (const void *)r); break;
+    default: break;
+    }
+}
+
+/* Turns one completed buffer into records and frees it. */
+static void parse_buffer(struct inj *g, struct inj_cupti *c, struct cbuf *b)
+{
+    uint8_t *data = (uint8_t *)(b + 1);
+    CUpti_Activity *r = NULL;
+
+    while (c->cuptiActivityGetNextRecord(data, b->valid, &r) == CUPTI_SUCCESS)
+        on_record(g, c, r);
+    free(b);
+}
+
+/* ---- buffers and the drain thread ------------------------------------------------ */
+
+/* Records p as handed out (add) or takes it back (!add); returns 1 when
+ * done (taking back: p was ours). Caller holds mu. */
+static int track_out(struct inj_cupti *c, uint8_t *want, uint8_t *put)
+{
+    for (int i = 0; i < MAX_OUT; i++)
+        if (c->out[i] == want) {
+            c->out[i] = put;
+            return 1;
+        }
+    return 0;
+}
+
+static void CUPTIAPI buf_request(uint8_t **buffer, size_t *size, size_t *max_records)
+{
+    struct inj_cupti *c = inj_get()->cupti;
+    struct cbuf *b = c ? malloc(sizeof *b + BUF_BYTES) : NULL;
+    int ok = 0;
+
+    if (b) {
+        pthread_mutex_lock(&c->mu);
+        ok = track_out(c, NULL, (uint8_t *)(b + 1));
+        pthread_mutex_unlock(&c->mu);
+        if (!ok) {
+            free(b);
+            b = NULL;
+        }
+    }
+    *buffer = b ? (uint8_t *)(b + 1) : NULL;
+    *size = b ? BUF_BYTES : 0;
+    *max_records = 0;
+}
+
+static void CUPTIAPI buf_complete(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t size, size_t valid)
+{
+    struct inj_cupti *c = inj_get()->cupti;
+    struct cbuf *b = buffer ? (struct cbuf *)buffer - 1 : NULL;
+
+    (void)ctx, (void)stream, (void)size;
+    if (!b || !c)
+        return;
+    pthread_mutex_lock(&c->mu);
+    if (!track_out(c, buffer, NULL)) {
+        pthread_mutex_unlock(&c->mu);
+        return;
+    }
+    b->valid = valid;
+    b->next = NULL;
+    if (c->tail)
+        c->tail->next = b;
+    else
+        c->head = b;
+    c->tail = b;
+    pthread_cond_signal(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* Takes the queued buffers (caller holds mu). */
+static struct cbuf *take_all(struct inj_cupti *c)
+{
+    struct cbuf *b = c->head;
+    c->head = c->tail = NULL;
+    return b;
+}
+
+static void parse_list(struct inj *g, struct inj_cupti *c, struct cbuf *b)
+{
+    while (b) {
+        struct cbuf *next = b->next;
+        parse_buffer(g, c, b);
+        b = next;
+    }
+}
+
+static void *drain_main(void *arg)
+{
+    struct inj *g = arg;
+    struct inj_cupti *c = g->cupti;
+    int64_t flushed = mono_ms();
+
+    pthread_mutex_lock(&c->mu);
+    while (!c->stop) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += WAKE_MS * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        if (!c->head)
+            pthread_cond_timedwait(&c->cv, &c->mu, &until);
+        struct cbuf *list = take_all(c);
+        pthread_mutex_unlock(&c->mu);
+        parse_list(g, c, list);
+        hm_ring_heartbeat(g->ring);
+        if (mono_ms() - flushed >= FLUSH_MS) {
+            c->cuptiActivityFlushAll(0);   /* completes buffers on this thread: mu not held */
+            flushed = mono_ms();
+        }
+        pthread_mutex_lock(&c->mu);
+    }
+    pthread_mutex_unlock(&c->mu);
+    return NULL;
+}
+
+/* ---- start / stop ---------------------------------------------------------------- */
+
+static int load(struct inj_cupti *c, char *why, size_t len)
+{
+    static const char *const names[] = {INJ_CUPTI_SONAME, "libcupti.so",
+                                        "/usr/local/cuda/extras/CUPTI/lib64/" INJ_CUPTI_SONAME,
+                                        "/usr/local/cuda/lib64/" INJ_CUPTI_SONAME};
+    for (size_t i = 0; i < sizeof names / sizeof names[0] && !c->lib; i++)
+        c->lib = dlopen(names[i], RTLD_NOW | RTLD_GLOBAL);
+    if (!c->lib) {
+        snprintf(why, len, "cannot load %s: %s", INJ_CUPTI_SONAME, dlerror());
+        return -1;
+    }
+#define X(f)                                                                   \
+    if (!(*(void **)&c->f = dlsym(c->lib, #f))) {                              \
+        snprintf(why, len, "%s has no %s", INJ_CUPTI_SONAME, #f);              \
+        return -1;                                                             \
+    }
+    CUPTI_FNS(X)
+#undef X
+    *(void **)&c->subscribe_v2 = dlsym(c->lib, "cuptiSubscribe_v2");
+    *(void **)&c->demangle = dlsym(RTLD_DEFAULT, "__cxa_demangle");
+    return 0;
+}
+
+static void CUPTIAPI no_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                                 const void *data)
+{
+    (void)userdata, (void)domain, (void)cbid, (void)data;
+}
+
+/* Claims CUPTI. Returns 0, or the refusal with its text in why. */
+static CUptiResult subscribe(struct inj_cupti *c, char *why, size_t len)
+{
+    char holder[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 1] = "";
+    CUptiResult r;
+
+    if (c->subscribe_v2) {
+        CUpti_SubscriberParams p = {.structSize = CUpti_SubscriberParams_STRUCT_SIZE,
+                                    .subscriberName = "htamerge", .oldSubscriberName = holder,
+                                    .oldSubscriberSize = CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN};
+        r = c->subscribe_v2(&c->sub, no_callback, NULL, &p);
+    } else {
+        r = c->cuptiSubscribe(&c->sub, no_callback, NULL);
+    }
+    if (r != CUPTI_SUCCESS)
+        snprintf(why, len, "%s%s%s", result_text(c, r), holder[0] ? "; held by " : "", holder);
+    return r;
+}
+
+static int enable_all(struct inj_cupti *c, char *why, size_t len)
+{
+    static const CUpti_ActivityKind kinds[] = {
+        CUPTI_ACTIVITY_KIND_CONTEXT, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+        CUPTI_ACTIVITY_KIND_MEMSET,  CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,    CUPTI_ACTIVITY_KIND_RUNTIME,
+        CUPTI_ACTIVITY_KIND_DRIVER};
+    CUptiResult r;
+
+    c->cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);  /* tids as NVTX sees them */
+    r = c->cuptiActivityRegisterCallbacks(buf_request, buf_complete);
+    if (r != CUPTI_SUCCESS) {
+        snprintf(why, len, "cuptiActivityRegisterCallbacks: %s", result_text(c, r));
+        return -1;
+    }
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+        r = c->cuptiActivityEnable(kinds[i]);
+        if (r != CUPTI_SUCCESS && kinds[i] != CUPTI_ACTIVITY_KIND_CONTEXT) {
+            snprintf(why, len, "cuptiActivityEnable(%d): %s", (int)kinds[i], result_text(c, r));
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int inj_cupti_start(struct inj *g)
+{
+    struct inj_cupti *c;
+    char why[256] = "";
+
+    if (g->cupti)
+        return 0;
+    c = calloc(1, sizeof *c);
+    if (!c)
+        return -1;
+    pthread_mutex_init(&c->mu, NULL);
+    pthread_cond_init(&c->cv, NULL);
+    if (load(c, why, sizeof why) != 0 || subscribe(c, why, sizeof why) != CUPTI_SUCCESS)
+        goto off;
+    c->pid = g->pid;
+    g->cupti = c;   /* buf_complete looks here */
+    if (enable_all(c, why, sizeof why) != 0)
+        goto off_subscribed;
+    if (pthread_create(&c->thread, NULL, drain_main, g) == 0)
+        c->thread_started = 1;
+    inj_debug(g, "CUPTI capture on");
+    return 0;
+off_subscribed:
+    g->cupti = NULL;
+    c->cuptiUnsubscribe(c->sub);
+off:
+    inj_say_once(g, INJ_SAY_CUPTI, "htamerge/cupti unavailable",
+                 "CUPTI capture off (%s); NVTX and NCCL capture go on, and GPU activity comes only from "
+                 "torch.profiler trace files, if the program writes them", why);
+    /* c (and the library handle) stay: nothing may call into a closed CUPTI. */
+    return -1;
+}
+
+void inj_cupti_stop(struct inj *g)
+{
+    struct inj_cupti *c = g->cupti;
+    struct cbuf *rest;
+    size_t dropped = 0;
+
+    if (!c || c->pid != g->pid)
+        return;   /* none, or a forked child: CUPTI belongs to the parent */
+    c->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    pthread_mutex_lock(&c->mu);
+    c->stop = 1;
+    pthread_cond_signal(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+    if (c->thread_started)
+        pthread_join(c->thread, NULL);
+    c->thread_started = 0;
+    pthread_mutex_lock(&c->mu);
+    rest = take_all(c);
+    pthread_mutex_unlock(&c->mu);
+    parse_list(g, c, rest);
+    if (c->cuptiActivityGetNumDroppedRecords(NULL, 0, &dropped) == CUPTI_SUCCESS && dropped)
+        inj_counter(g, "htamerge/cupti dropped records", (double)dropped, -1);
+}
+
+int64_t inj_cupti_stream_id(struct inj *g, void *stream)
+{
+    struct inj_cupti *c = g->cupti;
+    uint32_t id = 0;
+
+    if (!c || !stream || c->cuptiGetStreamIdEx(NULL, stream, 0, &id) != CUPTI_SUCCESS)
+        return HM_NONE;
+    return id;
+}

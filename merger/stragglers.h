@@ -1,0 +1,62 @@
+/* Straggler analysis in Scalasca's terms (REFERENCE.md section 3), on
+ * matched collectives with aligned (and repaired) clocks, judged by enter
+ * times, never by durations. Per instance and rank: wait at NxN (last enter
+ * - own enter) and NxN completion (own exit - first exit); the rank that
+ * entered last is late and is blamed for every other rank's wait. Point-to-
+ * point operations and instances on one rank are not analysed.
+ *
+ * Verdict rule (whole run, and each ProfilerStep alone). The candidate is
+ * the rank with the most blame (ties: the lowest rank). It is the straggler
+ * when all of these hold, else the verdict is null:
+ *   1. at least XR_STRAGGLER_MIN_INSTANCES analysed instances;
+ *   2. it entered last in at least half of the instances it took part in;
+ *   3. it carries at least half of all blame;
+ *   4. its lateness matters: where it was last, the mean arrival skew is at
+ *      least XR_STRAGGLER_MIN_SKEW_NS and at least 10% of the mean time
+ *      from first enter to last exit of those instances (jitter between
+ *      well-balanced ranks is neither).
+ * The evidence sentence says which part decided. */
+#ifndef HM_MERGER_STRAGGLERS_H
+#define HM_MERGER_STRAGGLERS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cross_rank_int.h"
+
+#define XR_STRAGGLER_MIN_INSTANCES 2
+#define XR_STRAGGLER_MIN_SKEW_NS 20000
+#define XR_STRAGGLER_MIN_LATE_FRACTION 0.5
+#define XR_STRAGGLER_MIN_BLAME_SHARE 0.5
+#define XR_STRAGGLER_MIN_SKEW_SHARE 0.1
+
+/* One rank's totals over a set of instances. */
+struct xr_blame {
+    int64_t instances;     /* analysed instances it took part in */
+    int64_t late;          /* of which it entered last */
+    int64_t blame_ns;      /* waits of the others where it was last */
+    int64_t wait_ns;       /* its own waits */
+    int64_t skew_late_ns;  /* summed skew of the instances where it was last */
+    int64_t span_late_ns;  /* summed first-enter-to-last-exit of those */
+};
+
+struct xr_verdict {
+    int straggler;         /* rank, or -1 for none */
+    int candidate;         /* rank with the most blame, or -1 */
+    int64_t instances;     /* analysed instances */
+    double blame_share;    /* candidate's share of all blame; -1 when none */
+    char evidence[320];
+};
+
+/* Applies the rule to per-rank totals b[0..nranks) over `instances`
+ * analysed instances; `what` names them in the plural ("allreduces"). */
+void xr_straggler_verdict(const struct xr_blame *b, int nranks, int64_t instances,
+                          const char *what, struct xr_verdict *out);
+
+/* Fills each analysed member's late flag, wait, completion and blame. */
+int xr_stragglers_judge(struct xr_ctx *x, struct hm_err *err);
+
+/* Writes straggler_verdicts: the whole run, then each step. */
+int xr_stragglers_store(struct xr_ctx *x, struct hm_err *err);
+
+#endif

@@ -1,0 +1,460 @@
+/* The JSON API: one handler per endpoint, each turning a decoded request
+ * (struct qry_call) into a status and a JSON body. Parameters are checked
+ * strictly (400 names the parameter); reads go through report.c,
+ * verdict.c, timeline.c and sql_guard.c. No HTTP here: server.c decodes
+ * requests, checks who may ask, caches and sends. */
+#include "query_int.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hm_sql.h"
+#include "report.h"
+#include "sql_guard.h"
+
+#define API_SQL_ROWS 10000   /* rows a console query returns before "truncated" */
+#define API_SQL_MS 5000      /* its time limit: the server answers one request at a time */
+#define API_PX_DEFAULT 1000
+
+const char *qry_call_param(const struct qry_call *c, const char *key)
+{
+    for (int i = 0; i < c->nkv; i++)
+        if (!strcmp(c->kv[i].key, key))
+            return c->kv[i].val;
+    return NULL;
+}
+
+static void reply_text(struct qry_call *c, int status, char *text)
+{
+    c->status = text ? status : 500;
+    c->out = text ? text : strdup("{\"error\":\"out of memory\"}");
+    c->out_len = c->out ? strlen(c->out) : 0;
+}
+
+/* Answers {"error": message}; returns -1 so handlers can `return reply_error(..)`. */
+static int reply_error(struct qry_call *c, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int reply_error(struct qry_call *c, int status, const char *fmt, ...)
+{
+    char msg[700];
+    va_list ap;
+    cJSON *doc = cJSON_CreateObject();
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    cJSON_AddStringToObject(doc, "error", msg);
+    reply_text(c, status, cJSON_PrintUnformatted(doc));
+    cJSON_Delete(doc);
+    c->cacheable = false;
+    return -1;
+}
+
+/* Sends doc (taking it) as a 200 answer. */
+static int reply_doc(struct qry_call *c, cJSON *doc)
+{
+    reply_text(c, 200, doc ? cJSON_PrintUnformatted(doc) : NULL);
+    cJSON_Delete(doc);
+    return 0;
+}
+
+/* Reads ?ranks=; 0 when absent (*n = -1) or valid, -1 after a 400. */
+static int param_ranks(struct qry_call *c, int *ranks, int *n)
+{
+    const char *s = qry_call_param(c, "ranks");
+
+    *n = -1;
+    if (!s || !*s)
+        return 0;
+    if ((*n = qry_param_ranks(s, ranks, QRY_MAX_RANKS)) < 0) {
+        reply_error(c, 400, "bad parameter ranks='%.100s' (example: 0,2-3)", s);
+        return -1;
+    }
+    return 0;
+}
+
+/* Reads an integer parameter within [lo, hi]; keeps *v when absent. */
+static int param_i64(struct qry_call *c, const char *key, int64_t lo, int64_t hi, int64_t *v)
+{
+    const char *s = qry_call_param(c, key);
+
+    if (!s)
+        return 0;
+    if (qry_param_i64(s, lo, hi, v) == 0)
+        return 0;
+    reply_error(c, 400, "bad parameter %s='%.100s' (an integer from %lld to %lld)", key, s, (long long)lo,
+                (long long)hi);
+    return -1;
+}
+
+static int param_bool(struct qry_call *c, const char *key, bool *v)
+{
+    const char *s = qry_call_param(c, key);
+
+    if (!s || qry_param_bool(s, v) == 0)
+        return 0;
+    reply_error(c, 400, "bad parameter %s='%.100s' (0 or 1)", key, s);
+    return -1;
+}
+
+static struct qry_lod *need_lod(struct qry_dbh *h, struct qry_call *c, bool *fresh)
+{
+    struct hm_err err;
+    struct qry_lod *lod;
+
+    hm_err_clear(&err);
+    lod = qry_dbh_lod(h, fresh, &err);
+    if (!lod)
+        reply_error(c, 500, "timeline: %s", err.msg);
+    return lod;
+}
+
+/* The summary report has a number and an array both named "ranks"; a
+ * browser's JSON.parse keeps only the last, so /api/run renames the array. */
+static void rename_array(cJSON *doc, const char *from, const char *to)
+{
+    cJSON *it;
+
+    cJSON_ArrayForEach(it, doc)
+        if (cJSON_IsArray(it) && it->string && !strcmp(it->string, from)) {
+            cJSON_AddItemToObject(doc, to, cJSON_DetachItemViaPointer(doc, it));
+            return;
+        }
+}
+
+/* /api/run: the summary report plus what the viewer needs to start. */
+static int api_run(struct qry_dbh *h, struct qry_call *c)
+{
+    struct qry_report_opts o = {.topic = "summary"};
+    struct hm_err err;
+    const char *base = strrchr(h->path, '/');
+    cJSON *doc = NULL, *st;
+    int64_t origin, end;
+    bool fresh;
+    char num[32];
+    struct qry_lod *lod = need_lod(h, c, &fresh);
+
+    hm_err_clear(&err);
+    if (!lod)
+        return -1;
+    if (qry_report_build(h->db, &o, &doc, &err) != 0)
+        return reply_error(c, 500, "%s", err.msg);
+    qry_lod_extent(lod, &origin, &end);
+    rename_array(doc, "ranks", "per_rank");
+    st = cJSON_GetObjectItemCaseSensitive(doc, "run_status");
+    cJSON_AddStringToObject(doc, "file", base ? base + 1 : h->path);
+    snprintf(num, sizeof num, "%lld", (long long)origin);
+    cJSON_AddStringToObject(doc, "origin_ns", num);
+    cJSON_AddNumberToObject(doc, "span_ns", (double)(end - origin));
+    cJSON_AddBoolToObject(doc, "live", cJSON_IsString(st) && !strcmp(st->valuestring, "running"));
+    cJSON_AddNumberToObject(doc, "version", (double)h->version);
+    c->cacheable = fresh;
+    return reply_doc(c, doc);
+}
+
+/* /api/ranks: ranks with their tracks in drawing order, and categories. */
+static int api_ranks(struct qry_dbh *h, struct qry_call *c)
+{
+    struct hm_err err;
+    cJSON *ranks, *tracks = NULL, *cats = NULL, *r, *t, *next, *doc;
+
+    hm_err_clear(&err);
+    ranks = qry_rows(h->db, hm_sql_serve_ranks, NULL, 0, &err);
+    tracks = ranks ? qry_rows(h->db, hm_sql_serve_tracks, NULL, 0, &err) : NULL;
+    cats = tracks ? qry_rows(h->db, hm_sql_serve_categories, NULL, 0, &err) : NULL;
+    if (!cats) {
+        cJSON_Delete(ranks), cJSON_Delete(tracks);
+        return reply_error(c, 500, "%s", err.msg);
+    }
+    cJSON_ArrayForEach(r, ranks) {
+        cJSON *mine = cJSON_AddArrayToObject(r, "tracks");
+        int rank = cJSON_GetObjectItemCaseSensitive(r, "rank")->valueint;
+        for (t = tracks->child; t; t = next) {
+            next = t->next;
+            if (cJSON_GetObjectItemCaseSensitive(t, "rank")->valueint == rank)
+                cJSON_AddItemToArray(mine, cJSON_DetachItemViaPointer(tracks, t));
+        }
+    }
+    cJSON_Delete(tracks);
+    doc = cJSON_CreateObject();
+    cJSON_AddItemToObject(doc, "ranks", ranks);
+    cJSON_AddItemToObject(doc, "categories", cats);
+    c->cacheable = true;
+    return reply_doc(c, doc);
+}
+
+static bool in_list(const char *const *list, const char *s)
+{
+    for (int i = 0; list[i]; i++)
+        if (!strcmp(list[i], s))
+            return true;
+    return false;
+}
+
+/* Reads ?steps= into steps[]; 0 ok (absent: *n = 0), -1 after a 400. */
+static int param_steps(struct qry_call *c, int64_t *steps, int *n)
+{
+    int tmp[QRY_MAX_RANKS];
+    const char *s = qry_call_param(c, "steps");
+
+    *n = 0;
+    if (!s)
+        return 0;
+    if ((*n = qry_param_ranks(s, tmp, QRY_MAX_RANKS)) < 0) {
+        reply_error(c, 400, "bad parameter steps='%.100s' (example: 551,553-560)", s);
+        return -1;
+    }
+    for (int i = 0; i < *n; i++)
+        steps[i] = tmp[i];
+    return 0;
+}
+
+/* /api/report/{topic}?all_steps=&ranks=&steps=&top= : report --format json. */
+static int api_report(struct qry_dbh *h, struct qry_call *c, const char *topic)
+{
+    int64_t steps[QRY_MAX_RANKS];
+    int ranks[QRY_MAX_RANKS], nranks, nsteps, rc;
+    struct qry_report_opts o = {.topic = topic};
+    bool all = false;
+    int64_t top = 10;
+    struct hm_err err;
+    cJSON *doc = NULL;
+
+    hm_err_clear(&err);
+    if (param_ranks(c, ranks, &nranks) || param_bool(c, "all_steps", &all) || param_steps(c, steps, &nsteps) ||
+        param_i64(c, "top", 1, 1000, &top))
+        return -1;
+    o.all_steps = all;
+    o.ranks = nranks >= 0 ? ranks : NULL;
+    o.nranks = nranks;
+    o.steps = nsteps > 0 ? steps : NULL;
+    o.nsteps = nsteps;
+    o.top_kernels = (int)top;
+    if (in_list(qry_report_topics, topic))
+        rc = qry_report_build(h->db, &o, &doc, &err);
+    else if (in_list(qry_verdict_topics, topic))
+        rc = qry_verdict_build(h->db, topic, o.ranks, nranks, &doc, &err);
+    else
+        return reply_error(c, 404, "unknown report topic '%.60s'", topic);
+    if (rc != 0)
+        return reply_error(c, rc == HM_EINVAL ? 400 : 500, "%s", err.msg);
+    c->cacheable = true;
+    return reply_doc(c, doc);
+}
+
+/* /api/timeline?t0=&t1=&px=&ranks= (ns since the run's origin). */
+static int api_timeline(struct qry_dbh *h, struct qry_call *c)
+{
+    int ranks[QRY_MAX_RANKS], nranks;
+    int64_t origin, end, t0 = 0, t1, px = API_PX_DEFAULT;
+    const int64_t lim = INT64_C(1) << 62;
+    struct qry_buf out = {0};
+    struct hm_err err;
+    bool fresh;
+    struct qry_lod *lod = need_lod(h, c, &fresh);
+
+    if (!lod)
+        return -1;
+    hm_err_clear(&err);
+    qry_lod_extent(lod, &origin, &end);
+    t1 = end > origin ? end - origin : 1;
+    if (param_i64(c, "t0", -lim, lim, &t0) || param_i64(c, "t1", -lim, lim, &t1) ||
+        param_i64(c, "px", 1, QRY_MAX_PX, &px) || param_ranks(c, ranks, &nranks))
+        return -1;
+    if (t1 <= t0)
+        return reply_error(c, 400, "bad window: t1 (%lld) must be after t0 (%lld)", (long long)t1, (long long)t0);
+    struct qry_window w = {t0, t1, (int)px, nranks >= 0 ? ranks : NULL, nranks};
+    if (qry_timeline(lod, &w, &out, &err) != 0) {
+        qry_buf_free(&out);
+        return reply_error(c, 500, "timeline: %s", err.msg);
+    }
+    c->cacheable = fresh;
+    reply_text(c, 200, out.p);
+    return 0;
+}
+
+static int64_t origin_of(struct qry_dbh *h, struct qry_call *c, bool *ok)
+{
+    int64_t origin = 0, end;
+    bool fresh;
+    struct qry_lod *lod = need_lod(h, c, &fresh);
+
+    *ok = lod != NULL;
+    if (lod)
+        qry_lod_extent(lod, &origin, &end);
+    return origin;
+}
+
+/* /api/slice/{id}: one slice, names resolved, args as JSON. */
+static int api_slice(struct qry_dbh *h, struct qry_call *c, const char *ids)
+{
+    int64_t args[2] = {0, 0};
+    struct hm_err err;
+    cJSON *rows, *row, *a, *parsed;
+    bool ok;
+
+    hm_err_clear(&err);
+    if (qry_param_i64(ids, 1, INT64_MAX, &args[0]))
+        return reply_error(c, 400, "bad slice id '%.40s'", ids);
+    args[1] = origin_of(h, c, &ok);
+    if (!ok)
+        return -1;
+    if (!(rows = qry_rows(h->db, hm_sql_serve_slice, args, 2, &err)))
+        return reply_error(c, 500, "%s", err.msg);
+    if (!(row = cJSON_DetachItemFromArray(rows, 0))) {
+        cJSON_Delete(rows);
+        return reply_error(c, 404, "no slice %lld", (long long)args[0]);
+    }
+    cJSON_Delete(rows);
+    a = cJSON_GetObjectItemCaseSensitive(row, "args");
+    if (cJSON_IsString(a) && (parsed = cJSON_Parse(a->valuestring)) != NULL)
+        cJSON_ReplaceItemInObjectCaseSensitive(row, "args", parsed);
+    c->cacheable = true;
+    return reply_doc(c, row);
+}
+
+/* Adds each rank's arrival (earliest enter), lag behind the first, skew
+ * and late rank: the instance as the viewer highlights it. */
+static void add_arrivals(cJSON *doc, const cJSON *members)
+{
+    cJSON *arr = cJSON_AddArrayToObject(doc, "arrivals"), *m, *a;
+    double first = 0, last = 0;
+    int late = -1;
+
+    cJSON_ArrayForEach(m, members) {   /* ordered by rank, enter: a rank's first row is its arrival */
+        int rank = cJSON_GetObjectItemCaseSensitive(m, "rank")->valueint;
+        double enter = cJSON_GetObjectItemCaseSensitive(m, "enter_ns")->valuedouble;
+        cJSON *prev = cJSON_GetArrayItem(arr, cJSON_GetArraySize(arr) - 1);
+        if (prev && cJSON_GetObjectItemCaseSensitive(prev, "rank")->valueint == rank)
+            continue;
+        a = cJSON_CreateObject();
+        cJSON_AddNumberToObject(a, "rank", rank);
+        cJSON_AddNumberToObject(a, "enter_ns", enter);
+        cJSON_AddItemToArray(arr, a);
+        if (late < 0 || enter < first)
+            first = enter;
+        if (late < 0 || enter > last)
+            last = enter, late = rank;
+    }
+    cJSON_ArrayForEach(a, arr)
+        cJSON_AddNumberToObject(a, "lag_us", (cJSON_GetObjectItemCaseSensitive(a, "enter_ns")->valuedouble - first) / 1000);
+    cJSON_AddNumberToObject(doc, "skew_us", (last - first) / 1000);
+    if (last > first && cJSON_GetArraySize(arr) > 1)
+        cJSON_AddNumberToObject(doc, "late_rank", late);
+    else
+        cJSON_AddNullToObject(doc, "late_rank");
+}
+
+/* /api/collective/find?pg=&seq=: a collectives row id of that instance
+ * (report topics may number instances their own way); 0 when none. */
+static int64_t find_collective(struct qry_dbh *h, const char *pg, int64_t seq)
+{
+    sqlite3_stmt *st = NULL;
+    int64_t id = 0;
+
+    if (sqlite3_prepare_v2(h->db, hm_sql_serve_collective_find, -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_text(st, 1, pg, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 2, seq);
+        if (sqlite3_step(st) == SQLITE_ROW)
+            id = sqlite3_column_int64(st, 0);
+    }
+    sqlite3_finalize(st);
+    return id;
+}
+
+/* /api/collective/{id}: the instance of collectives row id on every rank. */
+static int api_collective(struct qry_dbh *h, struct qry_call *c, const char *ids)
+{
+    int64_t args[2] = {0, 0}, seq = 0;
+    struct hm_err err;
+    cJSON *rows, *doc, *first;
+    bool ok;
+
+    hm_err_clear(&err);
+    if (!strcmp(ids, "find")) {
+        const char *pg = qry_call_param(c, "pg");
+        if (!pg || param_i64(c, "seq", INT64_MIN, INT64_MAX, &seq) || !qry_call_param(c, "seq"))
+            return reply_error(c, 400, "find needs pg= and seq=");
+        if ((args[0] = find_collective(h, pg, seq)) == 0)
+            return reply_error(c, 404, "no collective with pg %.60s and seq %lld", pg, (long long)seq);
+    } else if (qry_param_i64(ids, 1, INT64_MAX, &args[0])) {
+        return reply_error(c, 400, "bad collective id '%.40s'", ids);
+    }
+    args[1] = origin_of(h, c, &ok);
+    if (!ok)
+        return -1;
+    if (!(rows = qry_rows(h->db, hm_sql_serve_collective_members, args, 2, &err)))
+        return reply_error(c, 500, "%s", err.msg);
+    if (!(first = rows->child)) {
+        cJSON_Delete(rows);
+        return reply_error(c, 404, "no collective %lld", (long long)args[0]);
+    }
+    doc = cJSON_CreateObject();
+    cJSON_AddNumberToObject(doc, "id", (double)args[0]);
+    cJSON_AddItemToObject(doc, "pg", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(first, "pg"), 1));
+    cJSON_AddItemToObject(doc, "op", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(first, "op"), 1));
+    cJSON_AddItemToObject(doc, "seq", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(first, "seq"), 1));
+    add_arrivals(doc, rows);
+    cJSON_AddItemToObject(doc, "members", rows);
+    c->cacheable = true;
+    return reply_doc(c, doc);
+}
+
+/* POST /api/sql: the body is the SQL text, or {"sql": "..."}. */
+static int api_sql(struct qry_dbh *h, struct qry_call *c)
+{
+    struct qry_sql_limits lim = {.max_rows = API_SQL_ROWS, .max_ms = API_SQL_MS};
+    const char *p = c->body ? c->body : "";
+    cJSON *json = NULL, *doc = NULL;
+    struct hm_err err;
+    int rc;
+
+    hm_err_clear(&err);
+    while (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')
+        p++;
+    if (*p == '{') {
+        const cJSON *s;
+        json = cJSON_Parse(p);
+        s = cJSON_GetObjectItemCaseSensitive(json, "sql");
+        if (!cJSON_IsString(s)) {
+            cJSON_Delete(json);
+            return reply_error(c, 400, "the JSON body needs a string member \"sql\"");
+        }
+        p = s->valuestring;
+    }
+    if (c->body && strlen(c->body) != c->body_len)
+        rc = hm_err_set(&err, HM_EINVAL, NULL, -1, "the body holds a NUL byte");
+    else
+        rc = *p ? qry_sql_run(h->db, p, &lim, &doc, &err) : hm_err_set(&err, HM_EINVAL, NULL, -1, "empty statement");
+    cJSON_Delete(json);
+    if (rc != 0)   /* refused (not a read): 403; a read that fails: 400 */
+        return reply_error(c, err.code == HM_EINVAL ? 403 : 400, "%s", err.msg);
+    return reply_doc(c, doc);
+}
+
+void qry_api_dispatch(struct qry_dbh *h, struct qry_call *c)
+{
+    const char *p = c->path + strlen("/api/");
+
+    c->cacheable = false;
+    if (!strcmp(p, "sql"))
+        c->post ? api_sql(h, c) : reply_error(c, 405, "use POST for /api/sql");
+    else if (c->post)
+        reply_error(c, 405, "use GET for %.100s", c->path);
+    else if (!strcmp(p, "run"))
+        api_run(h, c);
+    else if (!strcmp(p, "ranks"))
+        api_ranks(h, c);
+    else if (!strcmp(p, "timeline"))
+        api_timeline(h, c);
+    else if (!strncmp(p, "report/", 7))
+        api_report(h, c, p + 7);
+    else if (!strncmp(p, "slice/", 6))
+        api_slice(h, c, p + 6);
+    else if (!strncmp(p, "collective/", 11))
+        api_collective(h, c, p + 11);
+    else
+        reply_error(c, 404, "no such endpoint %.100s", c->path);
+}

@@ -1,0 +1,104 @@
+/* The served file: one read-only connection kept across requests, and the
+ * two ways the file changes under a server:
+ *   - another connection commits (a live run writing through WAL):
+ *     PRAGMA data_version moves, and `version` with it;
+ *   - a new file is renamed over the path (an ingest or run finishing):
+ *     the inode changes, and the connection is reopened.
+ * Caches elsewhere key on `version`. Not here: what is read (api.c). */
+#include "query_int.h"
+
+#include <sys/stat.h>
+#include <time.h>
+
+#include "report.h"
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int64_t data_version(sqlite3 *db)
+{
+    sqlite3_stmt *st = NULL;
+    int64_t v = -1;
+
+    if (sqlite3_prepare_v2(db, "PRAGMA data_version", -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}
+
+/* Drops the connection and everything built on it. */
+static void dbh_drop(struct qry_dbh *h)
+{
+    qry_lod_free(h->lod);
+    h->lod = NULL;
+    sqlite3_close(h->db);
+    h->db = NULL;
+    h->version++;
+}
+
+int qry_dbh_open(struct qry_dbh *h, const char *path, struct hm_err *err)
+{
+    struct stat sb;
+
+    h->path = path;
+    if (stat(path, &sb) != 0)
+        return hm_err_set(err, HM_EIO, path, -1, "cannot open: no such file");
+    h->db = qry_open(path, err);
+    if (!h->db)
+        return err->code;
+    /* Timeline windows read rows all over a large file: map it instead of
+     * copying pages through read(), and keep more of it cached. */
+    sqlite3_exec(h->db, "PRAGMA mmap_size = 1073741824; PRAGMA cache_size = -65536", NULL, NULL, NULL);
+    h->dev = sb.st_dev;
+    h->ino = sb.st_ino;
+    h->data_version = data_version(h->db);
+    h->version++;
+    return 0;
+}
+
+int qry_dbh_refresh(struct qry_dbh *h, struct hm_err *err)
+{
+    struct stat sb;
+    int64_t dv;
+
+    if (stat(h->path, &sb) == 0 && h->db && (sb.st_dev != h->dev || sb.st_ino != h->ino))
+        dbh_drop(h);   /* replaced: what we hold is the old file */
+    if (!h->db)
+        return qry_dbh_open(h, h->path, err);
+    dv = data_version(h->db);
+    if (dv != h->data_version) {
+        h->data_version = dv;
+        h->version++;
+    }
+    return 0;
+}
+
+struct qry_lod *qry_dbh_lod(struct qry_dbh *h, bool *fresh, struct hm_err *err)
+{
+    double t = now_s();
+
+    if (h->lod && h->lod_version != h->version && t - h->lod_time >= QRY_LOD_REBUILD_S) {
+        qry_lod_free(h->lod);
+        h->lod = NULL;
+    }
+    if (!h->lod) {
+        h->lod = qry_lod_new(h->db, err);
+        h->lod_version = h->version;
+        h->lod_time = t;
+    }
+    *fresh = h->lod && h->lod_version == h->version;
+    return h->lod;
+}
+
+void qry_dbh_close(struct qry_dbh *h)
+{
+    qry_lod_free(h->lod);
+    sqlite3_close(h->db);
+    h->lod = NULL;
+    h->db = NULL;
+}

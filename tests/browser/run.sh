@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Browser test of the web viewer: a 4-rank synthetic run with a straggler
+# (rank 2), served by `htamerge serve`, driven by Debian's chromium through
+# playwright-core (viewer.test.mjs). Screenshots go to $HM_TMPDIR/browser/.
+# Skips (exit 0) only when chromium or node_modules are missing:
+#   apt-get install -y chromium nodejs npm && (cd tests/browser && npm ci)
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+H=${HTAMERGE:?path of the htamerge binary}
+SYN=${HTAMERGE_SYNTH:-$(dirname "$H")/htamerge-synth}
+CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
+if [ ! -x "$CHROMIUM" ]; then echo "SKIP: $CHROMIUM not installed (apt-get install -y chromium)"; exit 0; fi
+if [ ! -d "$here/node_modules/playwright-core" ] || ! command -v node >/dev/null; then
+    echo "SKIP: node or tests/browser/node_modules missing (cd tests/browser && npm ci)"; exit 0
+fi
+out=${HM_TMPDIR:-/tmp}/browser
+T=$(mktemp -d "${TMPDIR:-/tmp}/hm_browser.XXXXXX")
+mkdir -p "$out"
+pid=
+cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$T"; }
+trap cleanup EXIT
+
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+if ! timeout -k 5 90 mpirun --oversubscribe -n 4 "$H" -o "$T/run.db" "$SYN" --steps 8 --straggler 2:20 \
+        >"$T/run.log" 2>&1; then
+    echo "FAIL: could not make the synthetic run"; cat "$T/run.log"; exit 1
+fi
+"$H" serve "$T/run.db" --listen 127.0.0.1:0 2>"$T/serve.err" &
+pid=$!
+port=
+for _ in $(seq 100); do
+    port=$(sed -n 's|.*http://127\.0\.0\.1:\([0-9]*\)/.*|\1|p' "$T/serve.err")
+    [ -n "$port" ] && break
+    sleep 0.1
+done
+if [ -z "$port" ]; then echo "FAIL: server did not start"; cat "$T/serve.err"; exit 1; fi
+timeout -k 5 120 node "$here/viewer.test.mjs" "http://127.0.0.1:$port/" "$out" "$CHROMIUM"
+rc=$?
+echo "screenshots: $out"
+exit $rc

@@ -1,0 +1,115 @@
+// Drives the web viewer in headless chromium and checks what a person
+// would: the page loads without console errors, the overview names the
+// straggler, the timeline draws one group per rank, zooming changes the
+// visible range and the request, clicking a collective highlights it on
+// every rank, and the SQL console returns rows and shows the error for a
+// write. Screenshots are saved for a person to look at.
+// usage: node viewer.test.mjs URL OUTDIR CHROMIUM
+import { chromium } from 'playwright-core';
+
+const [url, outDir, exe] = process.argv.slice(2);
+let passed = 0, failed = 0;
+function check(cond, what) {
+  if (cond) { passed++; console.log(`ok - ${what}`); } else { failed++; console.log(`not ok - ${what}`); }
+}
+
+const browser = await chromium.launch({
+  executablePath: exe || '/usr/bin/chromium',
+  headless: true,
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+});
+try {
+  const page = await browser.newPage({ viewport: { width: 1500, height: 950 } });
+  const errors = [];
+  page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+  page.on('pageerror', (e) => errors.push(String(e)));
+  await page.goto(url);
+  await page.waitForSelector('body[data-ready="1"]', { timeout: 20000 });
+
+  // Overview: the straggler verdict names rank 2.
+  const verdict = await page.textContent('#verdict');
+  check(/Straggler: rank 2/.test(verdict), `overview names rank 2 as the straggler ("${verdict.trim().slice(0, 80)}")`);
+  check(await page.$eval('#bars-temporal', (e) => e.querySelectorAll('.row').length) === 4, 'temporal bars for 4 ranks');
+  await page.screenshot({ path: `${outDir}/overview.png`, fullPage: true });
+  check(errors.length === 0, `no console errors on load (${errors.join(' | ')})`);
+
+  // Timeline: one group per rank.
+  await page.click('#tabs button[data-tab="timeline"]');
+  await page.waitForFunction(() => document.getElementById('tl').dataset.loaded);
+  const ds = () => page.$eval('#tl', (c) => Object.assign({}, c.dataset));
+  const before = await ds();
+  check(before.groups === '4', `timeline draws 4 rank groups (${before.groups})`);
+  check(before.straggler === '2', 'timeline marks rank 2 as the straggler');
+  check(Number(before.slices) > 0, `timeline drew slices (${before.slices})`);
+  await page.screenshot({ path: `${outDir}/timeline.png` });
+
+  // Zoom with the wheel over the plot, then with keys.
+  const box = await page.$eval('#tl', (c) => { const r = c.getBoundingClientRect(); return { x: r.x, y: r.y, w: r.width }; });
+  await page.mouse.move(box.x + 190 + (box.w - 190) * 0.3, box.y + 80);
+  for (let i = 0; i < 4; i++) await page.mouse.wheel(0, -300);
+  await page.keyboard.press('w');
+  await page.waitForFunction((req) => { const d = document.getElementById('tl').dataset; return d.request !== req && d.loaded; },
+    before.request, { timeout: 10000 });
+  await page.waitForTimeout(400);
+  const after = await ds();
+  const spanB = Number(before.t1) - Number(before.t0), spanA = Number(after.t1) - Number(after.t0);
+  check(spanA < spanB / 3, `zoom narrows the visible range (${spanB} -> ${spanA} ns)`);
+  check(after.request !== before.request, `zoom changes the request (${after.request})`);
+  await page.screenshot({ path: `${outDir}/timeline-zoomed.png` });
+
+  // Click a collective slice: the instance is highlighted on every rank.
+  await page.keyboard.press('0');
+  await page.waitForTimeout(500);
+  const target = await page.evaluate(() => {
+    const hits = window.htamerge.timeline.hits.filter((h) => h.coll > 0 && h.w >= 3);
+    hits.sort((a, b) => b.w - a.w);
+    return hits[0] || null;
+  });
+  check(target !== null, 'a collective slice is on screen');
+  if (target) {
+    await page.mouse.click(box.x + target.x + Math.min(target.w / 2, 20), box.y + target.y + target.h / 2);
+    await page.waitForFunction(() => document.getElementById('tl').dataset.highlight, null, { timeout: 10000 });
+    const hl = await ds();
+    check(hl.highlight === '0,1,2,3', `collective highlighted on all ranks (${hl.highlight})`);
+    check(hl.lateRank === '2', `late rank shown is 2 (${hl.lateRank})`);
+    const details = await page.textContent('#details');
+    check(/late rank/.test(details) && /skew/.test(details), 'details show skew and late rank');
+    await page.screenshot({ path: `${outDir}/timeline-collective.png` });
+  }
+
+  // Tables.
+  await page.click('#tabs button[data-tab="tables"]');
+  check(await page.$$eval('#t-stragglers tr.straggler', (r) => r.length) === 1, 'stragglers table marks one rank');
+  check(await page.$$eval('#t-collectives tbody tr', (r) => r.length) >= 8, 'collectives table has instances');
+  await page.screenshot({ path: `${outDir}/tables.png`, fullPage: true });
+  // A collectives row opens the timeline on that instance, highlighted.
+  await page.evaluate(() => { document.getElementById('tl').dataset.highlight = ''; });
+  await page.click('#t-collectives tbody tr:nth-child(3)');
+  await page.waitForFunction(() => document.getElementById('tl').dataset.highlight, null, { timeout: 10000 });
+  const row = await ds();
+  check(row.highlight === '0,1,2,3' && row.lateRank === '2', `a collectives row highlights its instance (${row.highlight}, late ${row.lateRank})`);
+  check(Number(row.t1) - Number(row.t0) < spanB / 5, 'the timeline moved to the instance');
+  await page.screenshot({ path: `${outDir}/timeline-from-table.png` });
+  await page.click('#tabs button[data-tab="tables"]');
+
+  // SQL console: rows for a read, the error for a write.
+  await page.click('#tabs button[data-tab="sql"]');
+  await page.fill('#sql-text', 'SELECT rank, late_count FROM v_stragglers ORDER BY rank');
+  await page.click('#sql-run');
+  await page.waitForFunction(() => document.querySelectorAll('#sql-result tbody tr').length > 0);
+  check(await page.$$eval('#sql-result tbody tr', (r) => r.length) === 4, 'SQL console returns 4 rows');
+  await page.fill('#sql-text', 'DELETE FROM slices');
+  await page.click('#sql-run');
+  await page.waitForSelector('#sql-error:not([hidden])');
+  const err = await page.textContent('#sql-error');
+  check(/refused/.test(err), `SQL console shows the refusal of a write ("${err}")`);
+  await page.screenshot({ path: `${outDir}/sql.png` });
+} catch (e) {
+  failed++;
+  console.log(`not ok - ${e.message}`);
+} finally {
+  await browser.close();
+}
+console.log(`${passed} passed, ${failed} failed`);
+process.exit(failed ? 1 : 0);

@@ -1,0 +1,172 @@
+/* Cross-rank analyses, pure parts: the robust clock fit, the straggler
+ * verdict rule (merger/stragglers.h), op names, and the clock condition
+ * repair on a hand-built context. End-to-end checks on real and synthetic
+ * traces are in tests/cli/test_cross_rank.sh. */
+#include "test.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/record.h"
+#include "common/strtab.h"
+#include "merger/clock_refine.h"
+#include "merger/match.h"
+#include "merger/stragglers.h"
+
+static void test_fit(void)
+{
+    double xs[40], ys[40], slope, off, sigma;
+
+    /* 1 s of samples, 3 ms offset, 40 ppm, two wild outliers. */
+    for (int i = 0; i < 40; i++) {
+        xs[i] = i * 25e6;
+        ys[i] = 3e6 + 40e-6 * xs[i] + ((i * 7) % 5 - 2) * 100.0;
+    }
+    ys[5] += 5e6;
+    ys[30] -= 8e6;
+    CHECK_EQ_INT(xr_robust_fit(xs, ys, 40, &slope, &off, &sigma), 0);
+    CHECK_NEAR(slope * 1e6, 40.0, 0.5);
+    CHECK_NEAR(off, 3e6, 500);
+    CHECK(sigma < 1000);
+    /* Under 50 ms of samples: no slope, the median offset. */
+    for (int i = 0; i < 10; i++) {
+        xs[i] = i * 1e6;
+        ys[i] = -2e6 + 40e-6 * xs[i];
+    }
+    CHECK_EQ_INT(xr_robust_fit(xs, ys, 10, &slope, &off, &sigma), 0);
+    CHECK_NEAR(slope, 0.0, 0);
+    CHECK_NEAR(off, -2e6 + 40e-6 * 4.5e6, 200);
+    /* Noise that hides a slope: the slope is dropped. */
+    for (int i = 0; i < 12; i++) {
+        xs[i] = i * 15e6;
+        ys[i] = 1e5 + ((i * 5) % 7 - 3) * 1e5 + 20e-6 * xs[i];
+    }
+    CHECK_EQ_INT(xr_robust_fit(xs, ys, 12, &slope, &off, &sigma), 0);
+    CHECK_NEAR(slope, 0.0, 0);
+}
+
+static void test_ops(void)
+{
+    char out[64];
+
+    xr_op_normalise("all_reduce", out, sizeof out);
+    CHECK_STR(out, "allreduce");
+    xr_op_normalise("_allgather_base", out, sizeof out);
+    CHECK_STR(out, "allgatherbase");
+    xr_op_normalise("c10d::allreduce_", out, sizeof out);
+    CHECK_STR(out, "allreduce");
+    xr_op_normalise("AllReduce", out, sizeof out);
+    CHECK_STR(out, "allreduce");
+    CHECK(xr_op_is_p2p("send"));
+    CHECK(!xr_op_is_p2p("allreduce"));
+}
+
+static void test_verdict(void)
+{
+    struct xr_blame b[4];
+    struct xr_verdict v;
+
+    /* Rank 2 last in 27 of 28, 20 ms late in 25 ms collectives. */
+    memset(b, 0, sizeof b);
+    for (int r = 0; r < 4; r++)
+        b[r].instances = 28;
+    b[2].late = 27;
+    b[2].blame_ns = 27LL * 3 * 20000000;
+    b[2].skew_late_ns = 27LL * 20000000;
+    b[2].span_late_ns = 27LL * 25000000;
+    b[1].late = 1;
+    b[1].blame_ns = 3 * 50000;
+    b[1].skew_late_ns = 50000;
+    b[1].span_late_ns = 5000000;
+    xr_straggler_verdict(b, 4, 28, "allreduces", &v);
+    CHECK_EQ_INT(v.straggler, 2);
+    CHECK_STR(v.evidence, "rank 2 entered last in 27 of 28 allreduces; the others waited 1.62 s for it");
+    /* Late ranks spread out: nobody stands out (rule 2). */
+    for (int r = 0; r < 4; r++) {
+        b[r].late = 7;
+        b[r].blame_ns = 7LL * 3 * 100000 + r;
+        b[r].skew_late_ns = 7LL * 100000;
+        b[r].span_late_ns = 7LL * 500000;
+    }
+    xr_straggler_verdict(b, 4, 28, "allreduces", &v);
+    CHECK_EQ_INT(v.straggler, -1);
+    CHECK_EQ_INT(v.candidate, 3);
+    CHECK(strstr(v.evidence, "no rank stands out: the most blamed, rank 3, entered last in 7 of 28") != NULL);
+    /* Always last, but by 30 us in 10 ms collectives: jitter (rule 4). */
+    memset(b, 0, sizeof b);
+    for (int r = 0; r < 4; r++)
+        b[r].instances = 10;
+    b[0].late = 10;
+    b[0].blame_ns = 10LL * 3 * 30000;
+    b[0].skew_late_ns = 10LL * 30000;
+    b[0].span_late_ns = 10LL * 10000000;
+    xr_straggler_verdict(b, 4, 10, "allreduces", &v);
+    CHECK_EQ_INT(v.straggler, -1);
+    CHECK(strstr(v.evidence, "but only 30 us late on average") != NULL);
+    /* Too few instances (rule 1), and none at all. */
+    xr_straggler_verdict(b, 4, 1, "allreduces", &v);
+    CHECK_EQ_INT(v.straggler, -1);
+    memset(b, 0, sizeof b);
+    xr_straggler_verdict(b, 4, 5, "allreduces", &v);
+    CHECK_EQ_INT(v.straggler, -1);
+    CHECK(strstr(v.evidence, "together") != NULL);
+}
+
+/* Two ranks, three allreduces; rank 1's clock reads 100 us early, so it
+ * seems to leave instance 1 before rank 0 entered it. */
+static void test_clock_condition(void)
+{
+    struct xr_ctx x = {0};
+    struct hm_err err;
+    struct xr_clock clk[2];
+    int64_t t[3][2][2] = {{{1000000, 1200000}, {900000, 1100000}},
+                          {{2000000, 2100000}, {1950000, 1990000}},
+                          {{3000000, 3200000}, {2990000, 3190000}}};
+
+    memset(clk, 0, sizeof clk);
+    CHECK_EQ_INT(sqlite3_open(":memory:", &x.db), SQLITE_OK);
+    sqlite3_exec(x.db, "CREATE TABLE ranks (rank INTEGER, clock_uncertainty_ns INTEGER);"
+                       "INSERT INTO ranks VALUES (0, 0), (1, 100000);", NULL, NULL, NULL);
+    x.names = hm_strtab_new();
+    x.nranks = 2;
+    x.clock = clk;
+    for (int i = 0; i < 3; i++) {
+        struct xr_inst *in = HM_VEC_PUSH(x.inst);
+        in->op = xr_intern(&x, "allreduce");
+        in->first = (size_t)(2 * i);
+        in->n = 2;
+        for (int r = 0; r < 2; r++) {
+            struct xr_coll *c = HM_VEC_PUSH(x.coll);
+            size_t *m = HM_VEC_PUSH(x.members);
+            c->rank = r;
+            c->enter = t[i][r][0];
+            c->exit = t[i][r][1];
+            *m = x.coll.n - 1;
+        }
+    }
+    xr_match_summarise(&x);
+    CHECK_EQ_INT(xr_clock_condition(&x, &err), 0);
+    /* Instance 2: rank 1 left at 1.99 ms, rank 0 entered at 2.0 ms. */
+    CHECK_EQ_INT(clk[1].violations, 1);
+    CHECK_EQ_INT(clk[0].violations, 0);
+    CHECK_EQ_INT(x.coll.v[3].exit, 2000000);
+    CHECK_EQ_INT(x.coll.v[3].repair, 10000);
+    /* The shift carries on, amortised by 1% of the 1 ms that passed. */
+    CHECK_EQ_INT(x.coll.v[5].enter, 2990000 + 10000 - 10000);
+    CHECK(x.coll.v[5].exit >= 3190000);
+    hm_strtab_free(x.names);
+    HM_VEC_FREE(x.inst);
+    HM_VEC_FREE(x.coll);
+    HM_VEC_FREE(x.members);
+    sqlite3_close(x.db);
+}
+
+int main(void)
+{
+    test_fit();
+    test_ops();
+    test_verdict();
+    test_clock_condition();
+    return hm_test_done();
+}

@@ -1,0 +1,250 @@
+/* Tests of the timeline's level of detail (query/timeline.c) on databases
+ * built here: at every zoom a track sends at most ~4 narrow slices per
+ * pixel column and summarises the rest (count, busy fraction); counts are
+ * conserved; wide slices and slices reaching in from before the window are
+ * always sent; a file without the slices_track_ts index (a live run) gives
+ * the same answers through the temp copy. */
+#include "test.h"
+
+#include <math.h>
+
+#include "hm_sql.h"
+#include "query/query_int.h"
+
+#define MS INT64_C(1000000)
+#define US INT64_C(1000)
+#define NTINY 100000   /* per track: every 10 us, 5 us long, over 1 s */
+
+static void exec(sqlite3 *db, const char *sql)
+{
+    char *msg = NULL;
+    if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+        fprintf(stderr, "sql failed: %s\n", msg);
+        hm_test_failures++;
+    }
+    sqlite3_free(msg);
+}
+
+static void add_slice(sqlite3_stmt *st, int64_t track, int64_t ts, int64_t dur, int depth, int64_t name)
+{
+    sqlite3_reset(st);
+    sqlite3_bind_int64(st, 1, track);
+    sqlite3_bind_int64(st, 2, ts);
+    sqlite3_bind_int64(st, 3, dur);
+    sqlite3_bind_int(st, 4, depth);
+    sqlite3_bind_int64(st, 5, name);
+    sqlite3_step(st);
+}
+
+/* Track 1: a 1 s slice (depth 0) over tiny ones (depth 1); track 2: tiny
+ * ones only (50% busy); track 3 (rank 1): random bursts. Origin is 1e18 so
+ * times exceed 2^53 as real epoch times do. */
+static sqlite3 *make_db(bool indexed)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st;
+    const int64_t o = INT64_C(1000000000000000000);
+    uint64_t x = 12345;
+
+    sqlite3_open(":memory:", &db);
+    exec(db, hm_sql_schema);
+    exec(db, "INSERT INTO strings VALUES (1, 'step'), (2, 'tiny'), (3, \"burst \"\"q\"\"\");"
+             "INSERT INTO tracks VALUES (1, 0, 'cpu_thread', 1, 1, NULL), (2, 0, 'gpu_stream', 0, 7, NULL),"
+             " (3, 1, 'gpu_stream', 0, 7, NULL);"
+             "INSERT INTO collectives (id, rank, slice, pg, op, seq) VALUES (9, 0, 1, '0', 'allreduce', 1);"
+             "BEGIN");
+    sqlite3_prepare_v2(db, "INSERT INTO slices (track, ts, dur, depth, name, cat) VALUES (?1, ?2, ?3, ?4, ?5, 1)", -1,
+                       &st, NULL);
+    add_slice(st, 1, o, 1000 * MS, 0, 1);
+    for (int i = 0; i < NTINY; i++) {
+        add_slice(st, 1, o + i * 10 * US, 5 * US, 1, 2);
+        add_slice(st, 2, o + i * 10 * US, 5 * US, 0, 2);
+    }
+    for (int b = 0; b < 200; b++) {   /* bursts of 0..999 slices of 1..100 ns, 5 ms apart */
+        int64_t t = o + b * 5 * MS;
+        x = x * 6364136223846793005u + 1442695040888963407u;
+        for (int i = 0; i < (int)(x >> 54); i++, t += 150)
+            add_slice(st, 3, t, 1 + (int64_t)((x >> (i % 40)) % 100), 0, 3);
+    }
+    sqlite3_finalize(st);
+    exec(db, "COMMIT");
+    if (indexed)
+        exec(db, hm_sql_indexes);
+    return db;
+}
+
+/* Runs one window; the parsed document, or NULL. */
+static cJSON *window(struct qry_lod *lod, int64_t t0, int64_t t1, int px, const int *ranks, int nranks)
+{
+    struct qry_window w = {t0, t1, px, ranks, nranks};
+    struct qry_buf out = {0};
+    struct hm_err err;
+    cJSON *doc;
+
+    hm_err_clear(&err);
+    if (qry_timeline(lod, &w, &out, &err) != 0) {
+        fprintf(stderr, "timeline failed: %s\n", err.msg);
+        qry_buf_free(&out);
+        return NULL;
+    }
+    doc = cJSON_Parse(out.p);
+    CHECK(doc != NULL);
+    qry_buf_free(&out);
+    return doc;
+}
+
+static const cJSON *track_of(const cJSON *doc, int id)
+{
+    const cJSON *t;
+    cJSON_ArrayForEach(t, cJSON_GetObjectItem(doc, "tracks"))
+        if (cJSON_GetObjectItem(t, "id")->valueint == id)
+            return t;
+    return NULL;
+}
+
+static int count(const cJSON *t, const char *key) { return cJSON_GetArraySize(cJSON_GetObjectItem(t, key)); }
+
+static double dense_sum(const cJSON *t, int field)
+{
+    const cJSON *d;
+    double s = 0;
+    cJSON_ArrayForEach(d, cJSON_GetObjectItem(t, "dense"))
+        s += cJSON_GetArrayItem(d, field)->valuedouble;
+    return s;
+}
+
+/* At most 4 narrow slices start per column; a bucket may lean into its
+ * neighbour, so two neighbouring columns hold at most 8. */
+static void check_cap(const cJSON *doc, const cJSON *t)
+{
+    double t0 = cJSON_GetObjectItem(doc, "t0")->valuedouble, w = cJSON_GetObjectItem(doc, "col_ns")->valuedouble;
+    int px = cJSON_GetObjectItem(doc, "px")->valueint, *per = calloc((size_t)px + 1, sizeof *per), worst = 0;
+    const cJSON *s;
+
+    cJSON_ArrayForEach(s, cJSON_GetObjectItem(t, "slices")) {
+        double ts = cJSON_GetArrayItem(s, 1)->valuedouble, dur = cJSON_GetArrayItem(s, 2)->valuedouble;
+        int c = (int)floor((ts - t0) / w);
+        if (dur < w && c >= 0 && c < px)
+            per[c]++;
+    }
+    for (int c = 0; c + 1 < px; c++)
+        worst = per[c] + per[c + 1] > worst ? per[c] + per[c + 1] : worst;
+    CHECK(worst <= 2 * QRY_LOD_MAX_PER_COL);
+    free(per);
+}
+
+static void test_zooms(struct qry_lod *lod)
+{
+    cJSON *doc = window(lod, 0, 1000 * MS, 1000, NULL, 0);   /* whole run: 100 tiny a column */
+    const cJSON *t1 = track_of(doc, 1), *t2 = track_of(doc, 2);
+
+    CHECK_EQ_INT(count(t1, "slices"), 1);                 /* the 1 s slice alone */
+    CHECK_EQ_INT(count(t2, "slices"), 0);
+    CHECK_NEAR(dense_sum(t2, 1), NTINY, 0.5);             /* every slice counted once */
+    CHECK_NEAR(dense_sum(t2, 2) / count(t2, "dense"), 0.5, 0.02);   /* 5 us of every 10 */
+    CHECK_NEAR(dense_sum(t1, 2) / count(t1, "dense"), 1.0, 0.01);   /* the long slice covers all */
+    CHECK_STR(cJSON_GetObjectItem(doc, "origin_ns")->valuestring, "1000000000000000000");
+    cJSON_Delete(doc);
+
+    doc = window(lod, 0, 20 * MS, 1000, NULL, 0);           /* 2 a column: all sent */
+    CHECK_EQ_INT(count(track_of(doc, 2), "slices"), 2000);
+    CHECK_EQ_INT(count(track_of(doc, 2), "dense"), 0);
+    cJSON_Delete(doc);
+
+    doc = window(lod, 0, 80 * MS, 1000, NULL, 0);           /* 8 a column: all summarised */
+    CHECK_EQ_INT(count(track_of(doc, 2), "slices"), 0);
+    CHECK_NEAR(dense_sum(track_of(doc, 2), 1), 8000, 0.5);
+    cJSON_Delete(doc);
+
+    doc = window(lod, 500 * MS, 500 * MS + 200 * US, 1000, NULL, 0);   /* slices 25 columns wide */
+    CHECK_EQ_INT(count(track_of(doc, 2), "slices"), 20);
+    CHECK_EQ_INT(count(track_of(doc, 1), "slices"), 21);   /* and the 1 s slice from before */
+    cJSON_Delete(doc);
+
+    doc = window(lod, 500 * MS + 2 * US, 500 * MS + 3 * US, 100, NULL, 0);   /* inside one tiny slice */
+    CHECK_EQ_INT(count(track_of(doc, 2), "slices"), 1);
+    cJSON_Delete(doc);
+}
+
+static void test_slice_fields(struct qry_lod *lod)
+{
+    int r0[] = {0};
+    cJSON *doc = window(lod, -10 * MS, 10 * US, 100, r0, 1);
+    const cJSON *t1 = track_of(doc, 1), *s, *names = cJSON_GetObjectItem(doc, "names");
+    bool long_seen = false;
+
+    CHECK(track_of(doc, 3) == NULL);   /* rank 1 not asked for */
+    cJSON_ArrayForEach(s, cJSON_GetObjectItem(t1, "slices")) {
+        if (cJSON_GetArrayItem(s, 2)->valuedouble != 1000 * MS)
+            continue;
+        long_seen = true;
+        CHECK_EQ_INT(cJSON_GetArrayItem(s, 1)->valuedouble, 0);   /* ts relative to origin */
+        CHECK_EQ_INT(cJSON_GetArrayItem(s, 3)->valueint, 0);      /* depth */
+        CHECK_STR(cJSON_GetArrayItem(names, cJSON_GetArrayItem(s, 4)->valueint)->valuestring, "step");
+        CHECK_EQ_INT(cJSON_GetArrayItem(s, 6)->valueint, 9);      /* its collectives row */
+    }
+    CHECK(long_seen);
+    cJSON_Delete(doc);
+}
+
+static void test_bursts(struct qry_lod *lod)
+{
+    const int64_t spans[] = {1000 * MS, 100 * MS, 10 * MS, MS, 100 * US, 10 * US};
+    int r1[] = {1};
+
+    for (size_t i = 0; i < sizeof spans / sizeof *spans; i++) {
+        for (int64_t t0 = 0; t0 < 1000 * MS; t0 += 997 * MS / 5 + spans[i] / 3) {
+            cJSON *doc = window(lod, t0, t0 + spans[i], 800, r1, 1);
+            const cJSON *t = track_of(doc, 3);
+            CHECK(t != NULL);
+            if (t)
+                check_cap(doc, t);
+            cJSON_Delete(doc);
+        }
+    }
+}
+
+static void test_refusals(struct qry_lod *lod)
+{
+    struct qry_window w = {10, 10, 100, NULL, 0};
+    struct qry_buf out = {0};
+    struct hm_err err;
+
+    CHECK_EQ_INT(qry_timeline(lod, &w, &out, &err), HM_EINVAL);
+    w.t1 = 20, w.px = 0;
+    CHECK_EQ_INT(qry_timeline(lod, &w, &out, &err), HM_EINVAL);
+    w.px = QRY_MAX_PX + 1;
+    CHECK_EQ_INT(qry_timeline(lod, &w, &out, &err), HM_EINVAL);
+    qry_buf_free(&out);
+}
+
+static void run_all(bool indexed)
+{
+    struct hm_err err;
+    sqlite3 *db = make_db(indexed);
+    struct qry_lod *lod = qry_lod_new(db, &err);
+    int64_t origin, end;
+
+    CHECK(lod != NULL);
+    if (!lod)
+        return;
+    qry_lod_extent(lod, &origin, &end);
+    CHECK_EQ_INT(origin, INT64_C(1000000000000000000));
+    CHECK(end - origin >= 999995 * US);   /* from each track's tail */
+    test_zooms(lod);
+    qry_lod_extent(lod, &origin, &end);
+    CHECK_EQ_INT(end - origin, 1000 * MS);   /* exact once the tracks are built */
+    test_slice_fields(lod);
+    test_bursts(lod);
+    test_refusals(lod);
+    test_zooms(lod);   /* again, from the built pyramids */
+    qry_lod_free(lod);
+    sqlite3_close(db);
+}
+
+int main(void)
+{
+    run_all(true);
+    run_all(false);   /* a live file: no index yet */
+    return hm_test_done();
+}

@@ -1,0 +1,107 @@
+// The htamerge web viewer: tabs, loading, live mode. Everything comes from
+// the JSON API of `htamerge serve`; there is no build step.
+import { api } from './api.js';
+import { el, num, us, dur } from './fmt.js';
+import { renderOverview } from './overview.js';
+import { Timeline } from './timeline.js';
+import { sortableTable } from './tables.js';
+import { setupSql } from './sql.js';
+
+const LIVE_POLL_MS = 2000;
+const state = { run: null, straggler: null, version: null };
+
+function showError(e) {
+  const b = document.getElementById('banner');
+  b.textContent = e.status === 401 ? 'This server needs a token: open the page as /?token=TOKEN.' : `Error: ${e.message}`;
+  b.hidden = false;
+}
+
+// Report topics that a file may lack answer 404; the page then does without.
+async function optional(p) {
+  try { return await p; } catch (e) { if (e.status === 404) return null; throw e; }
+}
+
+function setupTabs(timeline) {
+  for (const b of document.querySelectorAll('#tabs button')) {
+    b.addEventListener('click', () => showTab(b.dataset.tab, timeline));
+  }
+}
+
+function showTab(name, timeline) {
+  for (const b of document.querySelectorAll('#tabs button')) b.classList.toggle('active', b.dataset.tab === name);
+  for (const s of document.querySelectorAll('.tab')) s.classList.toggle('active', s.id === `tab-${name}`);
+  if (name === 'timeline') { timeline.draw(); timeline.refresh(); document.getElementById('tl-wrap').focus(); }
+}
+
+function renderStatus(run) {
+  document.getElementById('file').textContent = run.file;
+  const s = document.getElementById('status');
+  s.textContent = run.live ? 'live: run in progress' : run.run_status || 'file';
+  s.className = `badge${run.live ? ' live' : /incomplete|fail/.test(run.run_status || '') ? ' bad' : ''}`;
+}
+
+function renderTables(d, timeline) {
+  const straggler = d.stragglers ? d.stragglers.straggler : null;
+  const mark = (r) => (r.rank === straggler ? 'straggler' : '');
+  sortableTable(document.getElementById('t-stragglers'), (d.stragglers && d.stragglers.ranks) || [], [
+    { key: 'rank' }, { key: 'late_count', label: 'late' }, { key: 'instances' },
+    { key: 'late_fraction', label: 'late share', fmt: (v) => (v == null ? '' : `${num(100 * v, 0)}%`) },
+    { key: 'blame_us', label: 'blame', fmt: us }], { rowClass: mark, sortKey: 'blame_us', sortDir: -1 });
+  sortableTable(document.getElementById('t-overlap'), (d.overlap && d.overlap.ranks) || [], [
+    { key: 'rank' }, { key: 'comm_us', label: 'communication', fmt: us }, { key: 'overlap_us', label: 'overlapped', fmt: us },
+    { key: 'overlap_pct', label: 'overlap %' }], { rowClass: mark });
+  sortableTable(document.getElementById('t-collectives'), (d.collectives && d.collectives.instances) || [], [
+    { key: 'pg', text: true }, { key: 'op', text: true }, { key: 'seq' }, { key: 'ranks' },
+    { key: 'skew_us', label: 'skew', fmt: us }, { key: 'late_rank', label: 'late rank' }, { key: 'span_us', label: 'span', fmt: us }],
+  { rowClass: (r) => (r.late_rank === straggler && straggler != null ? 'straggler' : ''),
+    onRow: (r) => { showTab('timeline', timeline); timeline.showInstance(r).catch(showError); } });
+  sortableTable(document.getElementById('t-idle'), (d.idle && d.idle.streams) || [], [
+    { key: 'rank' }, { key: 'stream' }, { key: 'host_wait_us', label: 'host wait', fmt: us },
+    { key: 'kernel_wait_us', label: 'kernel wait', fmt: us }, { key: 'other_us', label: 'other', fmt: us },
+    { key: 'host_wait_ratio', label: 'host wait share' }], { rowClass: mark, sortKey: 'host_wait_us', sortDir: -1 });
+}
+
+async function loadAll(timeline) {
+  const [run, ranks, stragglers, temporal, overlap, idle, collectives] = await Promise.all([
+    api.run(), api.ranks(), optional(api.report('stragglers')), optional(api.report('temporal')),
+    optional(api.report('overlap')), optional(api.report('idle')), optional(api.report('collectives'))]);
+  state.run = run;
+  state.version = run.version;
+  state.straggler = stragglers ? stragglers.straggler : null;
+  const d = { run, stragglers, temporal, overlap, idle, collectives };
+  renderStatus(run);
+  renderOverview(d);
+  renderTables(d, timeline);
+  timeline.setRun(run, ranks, state.straggler);
+  document.body.dataset.ready = '1';
+}
+
+// While the run is in progress, poll /api/run and reload when it changed.
+function startLive(timeline) {
+  setInterval(async () => {
+    if (!state.run || !state.run.live) return;
+    try {
+      const run = await api.run();
+      if (run.version !== state.version) { await loadAll(timeline); timeline.grow(run); }
+      else renderStatus(run);
+      state.run = run;
+    } catch (e) { showError(e); }
+  }, LIVE_POLL_MS);
+}
+
+async function main() {
+  const timeline = new Timeline({
+    canvas: document.getElementById('tl'), wrap: document.getElementById('tl-wrap'),
+    details: document.getElementById('details'), range: document.getElementById('tl-range'), onError: showError,
+  });
+  document.getElementById('tl-in').addEventListener('click', () => timeline.zoom(0.5));
+  document.getElementById('tl-out').addEventListener('click', () => timeline.zoom(2));
+  document.getElementById('tl-reset').addEventListener('click', () => timeline.reset());
+  setupTabs(timeline);
+  setupSql();
+  try { await loadAll(timeline); } catch (e) { showError(e); }
+  startLive(timeline);
+  window.htamerge = { timeline, state, dur, el };   // for tests and the console
+}
+
+main();

@@ -1,0 +1,98 @@
+// The overview: run facts, the straggler verdict with its evidence, and one
+// bar per rank for the temporal breakdown, overlap and idle time.
+import { el, clear, num, us } from './fmt.js';
+
+const FACTS = [
+  ['file', 'file'], ['run_status', 'status'], ['ranks', 'ranks'], ['world_size', 'world size'],
+  ['slices', 'slices'], ['collectives', 'collectives'], ['span_ns', 'span'], ['created_by', 'created by'],
+  ['created_at', 'created at'], ['definitions', 'definitions'], ['incomplete_ranks', 'incomplete ranks'],
+  ['failed_programs', 'failed programs'], ['skipped_events', 'skipped events'],
+];
+
+function renderFacts(run) {
+  const t = clear(document.getElementById('facts'));
+  for (const [key, label] of FACTS) {
+    if (run[key] == null || run[key] === '') continue;
+    const v = key === 'span_ns' ? us(run[key] / 1000) : typeof run[key] === 'number' ? num(run[key]) : run[key];
+    t.append(el('tr', {}, el('td', { text: label }), el('td', { text: v })));
+  }
+}
+
+function renderVerdict(s) {
+  const box = clear(document.getElementById('verdict'));
+  const is = s && s.straggler != null;
+  box.classList.toggle('straggler', is);
+  box.dataset.straggler = is ? String(s.straggler) : '';
+  if (!s) {
+    box.append(el('div', { class: 'big', text: 'Straggler: not known' }),
+      el('div', { class: 'muted', text: 'This file has no straggler analysis.' }));
+    return;
+  }
+  box.append(el('div', { class: 'big', text: is ? `Straggler: rank ${s.straggler}` : 'No clear straggler' }),
+    el('div', { text: s.evidence || '' }));
+}
+
+// One labelled bar made of segments [{value, cls, title}] scaled to total.
+function bar(label, segs, total, text, straggler) {
+  const track = el('div', { class: 'track' });
+  for (const s of segs) {
+    const w = total > 0 ? Math.max(0, Math.min(100, (100 * s.value) / total)) : 0;
+    const seg = el('div', { class: `seg ${s.cls}`, title: s.title });
+    seg.style.width = `${w}%`;
+    track.append(seg);
+  }
+  return el('div', { class: `row${straggler ? ' straggler' : ''}` },
+    el('span', { class: 'label', text: label + (straggler ? ' !' : '') }), track, el('span', { class: 'val', text }));
+}
+
+function renderTemporal(rep, straggler) {
+  const box = clear(document.getElementById('bars-temporal'));
+  for (const r of (rep && rep.ranks) || []) {
+    const segs = [
+      { value: r.compute_pct, cls: 'c-compute', title: `compute ${num(r.compute_pct)}%` },
+      { value: r.non_compute_pct, cls: 'c-noncompute', title: `non-compute ${num(r.non_compute_pct)}%` },
+      { value: r.idle_pct, cls: 'c-idle', title: `idle ${num(r.idle_pct)}%` },
+    ];
+    box.append(bar(`rank ${r.rank}`, segs, 100, `${num(r.idle_pct, 1)}% idle`, r.rank === straggler));
+  }
+  if (!box.firstChild) box.append(el('p', { class: 'muted', text: 'No GPU activity.' }));
+}
+
+function renderOverlap(rep, straggler) {
+  const box = clear(document.getElementById('bars-overlap'));
+  for (const r of (rep && rep.ranks) || []) {
+    const p = r.overlap_pct;
+    box.append(bar(`rank ${r.rank}`, [{ value: p || 0, cls: 'c-overlap', title: `${num(p)}% of ${us(r.comm_us)}` }],
+      100, p == null ? 'no comm' : `${num(p, 1)}%`, r.rank === straggler));
+  }
+  if (!box.firstChild) box.append(el('p', { class: 'muted', text: 'No communication kernels.' }));
+}
+
+function renderIdle(rep, straggler) {
+  const box = clear(document.getElementById('bars-idle'));
+  const per = new Map();
+  for (const s of (rep && rep.streams) || []) {
+    const t = per.get(s.rank) || { host: 0, kernel: 0, other: 0 };
+    t.host += s.host_wait_us; t.kernel += s.kernel_wait_us; t.other += s.other_us;
+    per.set(s.rank, t);
+  }
+  const max = Math.max(1, ...[...per.values()].map((t) => t.host + t.kernel + t.other));
+  for (const [rank, t] of [...per.entries()].sort((a, b) => a[0] - b[0])) {
+    const segs = [
+      { value: t.host, cls: 'c-host', title: `host wait ${us(t.host)}` },
+      { value: t.kernel, cls: 'c-kernel', title: `kernel wait ${us(t.kernel)}` },
+      { value: t.other, cls: 'c-other', title: `other ${us(t.other)}` },
+    ];
+    box.append(bar(`rank ${rank}`, segs, max, us(t.host + t.kernel + t.other), rank === straggler));
+  }
+  if (!box.firstChild) box.append(el('p', { class: 'muted', text: 'No idle time recorded.' }));
+}
+
+export function renderOverview(d) {
+  const straggler = d.stragglers ? d.stragglers.straggler : null;
+  renderFacts(d.run);
+  renderVerdict(d.stragglers);
+  renderTemporal(d.temporal, straggler);
+  renderOverlap(d.overlap, straggler);
+  renderIdle(d.idle, straggler);
+}
