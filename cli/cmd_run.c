@@ -2,7 +2,10 @@
  * every rank runs PROGRAM as its child and collects; rank 0 also merges.
  * Without mpirun it is one rank. The loop below is the only place that
  * knows both the collector and the merger. */
+#include <errno.h>
 #include <getopt.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <limits.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -36,6 +39,8 @@ static const char run_help[] =
     "  -o, --output FILE.db     default htamerge-YYYYmmdd-HHMMSS.db\n"
     "      --sync-interval S    seconds between clock-sync rounds (default 10; 0: start and end)\n"
     "      --keep-traces        keep the per-rank trace folders (printed at the end)\n"
+    "      --serve ADDR:PORT    rank 0 serves the file (htamerge serve) while the job runs\n"
+    "                           and after it ends, until Ctrl-C\n"
     "  -h, --help               this text\n"
     "\n"
     "exit status: the child's exit status on each rank (mpirun reports the first\n"
@@ -50,6 +55,7 @@ struct run_opts {
     const char *output;
     double sync_interval_s;
     int keep_traces;
+    const char *serve;      /* --serve ADDR:PORT, NULL = none */
     char **argv;            /* PROGRAM ARGS... (borrowed from main's argv) */
 };
 
@@ -66,6 +72,7 @@ static int parse_run_opts(int argc, char **argv, struct run_opts *o)
     static const struct option longopts[] = {
         {"output", required_argument, 0, 'o'}, {"sync-interval", required_argument, 0, 'S'},
         {"keep-traces", no_argument, 0, 'K'},  {"help", no_argument, 0, 'h'},
+        {"serve", required_argument, 0, 'V'},
         {0, 0, 0, 0}};
     static char defname[64];
     int c;
@@ -78,6 +85,7 @@ static int parse_run_opts(int argc, char **argv, struct run_opts *o)
         case 'o': o->output = optarg; break;
         case 'S': o->sync_interval_s = atof(optarg); break;
         case 'K': o->keep_traces = 1; break;
+        case 'V': o->serve = optarg; break;
         case 'h': fputs(run_help, stdout); return 1;
         default: fputs(run_help, stderr); return -1;
         }
@@ -238,6 +246,34 @@ static int run_loop(struct loop *L, struct hm_err *err)
     return rc < 0 ? rc : 0;
 }
 
+/* --serve: `htamerge serve FILE --listen ADDR` as a child of rank 0, so the
+ * file can be browsed while the run writes it (WAL) and after. */
+static pid_t start_server(const char *db, const char *addr)
+{
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    pid_t pid;
+
+    if (n <= 0)
+        return -1;
+    self[n] = '\0';
+    pid = fork();
+    if (pid == 0) {
+        execl(self, self, "serve", db, "--listen", addr, (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+/* After the run: keep serving until the user stops the server. */
+static void wait_server(pid_t pid)
+{
+    int status;
+    fprintf(stderr, "htamerge: still serving the finished run; Ctrl-C to stop\n");
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+}
+
 /* HTAMERGE_STATS=1: the collector's own CPU time (not its child's), for
  * the overhead benchmark. */
 static void print_stats(int rank, struct col_rank *col)
@@ -262,6 +298,7 @@ int cli_run(int argc, char **argv)
     struct hm_err err;
     char trace_dir[PATH_MAX + 32], line[1400];
     int size, provided, rc, job_exit = 0;
+    pid_t server = -1;
     MPI_Comm node;
 
     rc = parse_run_opts(argc, argv, &o);
@@ -292,6 +329,8 @@ int cli_run(int argc, char **argv)
     } else {
         L.link = col_link_new(&hook, &err);
     }
+    if (L.rank == 0 && o.serve)
+        server = start_server(o.output, o.serve);
     start_rank(&L, &o, &plan, size, node, &hook, trace_dir, sizeof trace_dir);
     rc = run_loop(&L, &err);
     if (rc)
@@ -317,6 +356,8 @@ int cli_run(int argc, char **argv)
     if (L.rank == 0 && !o.keep_traces)
         rmdir(plan.trace_root);
     if (L.signal && L.rank == 0) {
+        if (server > 0)
+            kill(server, SIGTERM);
         /* The job is being torn down: what we have is written; do not wait
          * in MPI_Finalize for ranks that may be gone. */
         fflush(NULL);
@@ -324,6 +365,8 @@ int cli_run(int argc, char **argv)
     }
     MPI_Comm_free(&node);
     MPI_Finalize();
+    if (server > 0)
+        wait_server(server);
     if (rc)
         return CLI_EXIT_FAIL;
     return L.exit_code;
