@@ -29,7 +29,7 @@ static double median(double *v, size_t n)
 {
     if (n == 0)
         return 0;
-    qsort(v, n, sizeof *v, cmp_double);
+    xr_sort(v, n, sizeof *v, cmp_double);
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
@@ -477,7 +477,7 @@ int xr_clock_condition(struct xr_ctx *x, struct hm_err *err)
     for (size_t i = 0; i < n; i++)
         idx[i] = i;
     order_base = x->inst.v;
-    qsort(idx, n, sizeof *idx, cmp_last_enter);
+    xr_sort(idx, n, sizeof *idx, cmp_last_enter);
     for (size_t i = 0; i < n; i++) {
         const struct xr_inst *in = &x->inst.v[idx[i]];
         if (in->n >= 2 && is_nxn(xr_name(x, in->op)))

@@ -25,6 +25,12 @@
 
 /* --- Shared helpers ----------------------------------------------------- */
 
+void xr_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
+{
+    if (n > 1)
+        qsort(base, n, size, cmp);
+}
+
 int xr_sql_fail(struct xr_ctx *x, struct hm_err *err, const char *what)
 {
     return hm_err_set(err, HM_ESQL, NULL, -1, "%s: %s", what, sqlite3_errmsg(x->db));
@@ -288,7 +294,7 @@ static int index_corr(struct xr_rank *r)
         if (r->gpu.v[i].corr != HM_NONE)
             r->by_corr[n++] = i;
     corr_base = r->gpu.v;
-    qsort(r->by_corr, n, sizeof *r->by_corr, cmp_corr);
+    xr_sort(r->by_corr, n, sizeof *r->by_corr, cmp_corr);
     r->nby_corr = n;
     return 0;
 }
@@ -367,9 +373,9 @@ static int load_view(struct xr_ctx *x, struct hm_err *err)
         return xr_sql_fail(x, err, "loading the ranks");
     for (int i = 0; i < x->nranks; i++) {
         struct xr_rank *r = &x->ranks[i];
-        qsort(r->gpu.v, r->gpu.n, sizeof *r->gpu.v, cmp_gpu);
-        qsort(r->launches.v, r->launches.n, sizeof *r->launches.v, cmp_launch);
-        qsort(r->annots.v, r->annots.n, sizeof *r->annots.v, cmp_annot);
+        xr_sort(r->gpu.v, r->gpu.n, sizeof *r->gpu.v, cmp_gpu);
+        xr_sort(r->launches.v, r->launches.n, sizeof *r->launches.v, cmp_launch);
+        xr_sort(r->annots.v, r->annots.n, sizeof *r->annots.v, cmp_annot);
         if (index_corr(r))
             return hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
     }

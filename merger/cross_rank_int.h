@@ -7,6 +7,7 @@
 #ifndef HM_MERGER_CROSS_RANK_INT_H
 #define HM_MERGER_CROSS_RANK_INT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include <sqlite3.h>
@@ -151,6 +152,8 @@ struct xr_ctx {
 
 /* --- Shared helpers (cross_rank.c) ------------------------------------- */
 
+/* qsort that accepts an empty (possibly NULL) array. */
+void xr_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
 /* Fails with HM_ESQL and SQLite's message. */
 int xr_sql_fail(struct xr_ctx *x, struct hm_err *err, const char *what);
 /* Prepares sql; 0 or HM_ESQL. */

@@ -192,7 +192,7 @@ static int keyed_calls(struct xr_ctx *x, struct row *v, size_t n)
     for (size_t i = 0; i < n; i++)
         if (v[i].keytype >= 0)
             kv[k++] = v[i];
-    qsort(kv, k, sizeof *kv, cmp_keyed);
+    xr_sort(kv, k, sizeof *kv, cmp_keyed);
     for (size_t i = 1; i <= k; i++) {
         if (i < k && cmp_keyed(&kv[i], &kv[lo]) == 0)
             continue;
@@ -370,7 +370,7 @@ static void number_unkeyed(struct xr_ctx *x, size_t *idx, int only_any)
     for (size_t i = 0; i < n; i++)
         idx[i] = i;
     sort_base = x->coll.v;
-    qsort(idx, n, sizeof *idx, cmp_order);
+    xr_sort(idx, n, sizeof *idx, cmp_order);
     for (size_t i = 0; i < n; i++) {
         struct xr_coll *c = &x->coll.v[idx[i]], *p = i ? &x->coll.v[idx[i - 1]] : NULL;
         if (c->keytype != XR_KEY_ORDER || (only_any && c->size_key != XR_ANY_SIZE))
@@ -416,7 +416,7 @@ static int build_instances(struct xr_ctx *x, int only_any)
     }
     x->inst.n = 0;
     number_unkeyed(x, idx, only_any);
-    qsort(idx, n, sizeof *idx, cmp_member);
+    xr_sort(idx, n, sizeof *idx, cmp_member);
     memcpy(x->members.v, idx, n * sizeof *idx);
     x->members.n = n;
     free(idx);

@@ -120,13 +120,13 @@ static int cmp_key(const void *pa, const void *pb)
 /* Numbers each (path, step, rank)'s ranges by start. */
 static void number(rec_vec *v)
 {
-    qsort(v->v, v->n, sizeof *v->v, cmp_rec);
+    xr_sort(v->v, v->n, sizeof *v->v, cmp_rec);
     for (size_t i = 0; i < v->n; i++) {
         const struct rec *p = i ? &v->v[i - 1] : NULL;
         struct rec *r = &v->v[i];
         r->occ = p && p->path == r->path && p->step == r->step && p->rank == r->rank ? p->occ + 1 : 0;
     }
-    qsort(v->v, v->n, sizeof *v->v, cmp_key);
+    xr_sort(v->v, v->n, sizeof *v->v, cmp_key);
 }
 
 static int store_group(struct xr_ctx *x, sqlite3_stmt *sg, sqlite3_stmt *sm, const struct rec *g,

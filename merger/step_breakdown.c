@@ -117,7 +117,7 @@ static int rank_breakdown(struct xr_ctx *x, sqlite3_stmt *st, const struct xr_ra
         rc = hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory in the step breakdown");
         goto out;
     }
-    qsort(v.v, v.n, sizeof *v.v, cmp_ev);
+    xr_sort(v.v, v.n, sizeof *v.v, cmp_ev);
     for (size_t i = 0; i < v.n; i++) {
         const struct ev *e = &v.v[i];
         if (cur >= 0 && i > 0 && e->t > v.v[i - 1].t) {

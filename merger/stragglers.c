@@ -191,7 +191,7 @@ int xr_stragglers_store(struct xr_ctx *x, struct hm_err *err)
         if (x->inst.v[i].analysed && x->inst.v[i].step != HM_NONE)
             steps[ns++] = x->inst.v[i].step;
     if (rc == 0)
-        qsort(steps, ns, sizeof *steps, cmp_i64);
+        xr_sort(steps, ns, sizeof *steps, cmp_i64);
     for (size_t i = 0; rc == 0 && i < ns; i++)
         if ((i == 0 || steps[i] != steps[i - 1]) && store_verdict(x, st, steps[i], 0, b))
             rc = xr_sql_fail(x, err, "storing straggler verdicts");

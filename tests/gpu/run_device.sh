@@ -75,19 +75,20 @@ say "== 2. PyTorch MoE training step (bf16 autocast, AdamW, NVTX)"
 run torch_plain 240 python3 "$T/torch_train.py" plain
 run torch_capture 300 "${HR[@]}" -o "$W/torch.db" "$T/torch_train.py" plain
 run torch_profiler 300 python3 "$T/torch_train.py" profiler
+HTAMERGE_CUPTI_ALL_APIS=1 run torch_capture_allapi 300 "${HR[@]}" -o "$W/torch_allapi.db" "$T/torch_train.py" plain
 grep -h 'htamerge' "$W/torch_capture.out" | head -5 >>"$R"
 D=$W/torch.db
 q "$D" "select category, kind, count(*) n, sum(dur) dur_ns from v_slices group by 1,2 order by 1"
 q "$D" "select name, count(*) n, cast(avg(dur) as int) avg_ns from v_slices where category='nvtx' group by name"
 q "$D" "select n.name, count(distinct n.id) ranges, count(k.id) gpu_ops, sum(k.dur) gpu_ns from v_slices n join v_slices r on r.category in ('cuda_runtime','cuda_driver') and r.tid=n.tid and r.ts>=n.ts and r.ts<n.end_ts join v_slices k on k.correlation=r.correlation and k.kind='gpu_stream' where n.category='nvtx' group by n.name"
 q "$D" "select s.str name, c.value from counters c join strings s on s.id=c.name"
-echo "report nvtx:" >>"$R"; timeout 60 "$H" report "$D" nvtx >>"$R" 2>&1
+echo "report nvtx (first lines):" >>"$R"; timeout 60 "$H" report "$D" nvtx 2>&1 | grep -v "/cub::\|^cub::" | head -20 >>"$R"
 echo "report temporal:" >>"$R"; timeout 60 "$H" report "$D" temporal >>"$R" 2>&1
 python3 - "$W" >>"$R" 2>&1 <<'EOF'
 import json, sys, glob
 r = {}
-for f in ("torch_plain", "torch_capture", "torch_profiler"):
-    for line in open(f"{sys.argv[1]}/{f}.out"):
+for f in ("torch_plain", "torch_capture", "torch_capture_allapi", "torch_profiler"):
+    for line in open(f"{sys.argv[1]}/{f}.out") if glob.glob(f"{sys.argv[1]}/{f}.out") else []:
         if line.startswith("RESULT "):
             r[f] = json.loads(line[7:])
 if "torch_plain" in r:
