@@ -9,7 +9,9 @@
 #include "cross_rank.h"
 
 #include <stdio.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <string.h>
 
 #include "analysis/hta.h"
@@ -405,32 +407,40 @@ static void ctx_free(struct xr_ctx *x)
     hm_strtab_free(x->names);
 }
 
+static double stage_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* HTAMERGE_STATS=1 prints each stage's time (for the benchmarks). */
+#define STAGE(call)                                                                       \
+    do {                                                                                  \
+        double t0_ = stage_now();                                                         \
+        if (rc == 0)                                                                      \
+            rc = (call);                                                                  \
+        if (stats)                                                                        \
+            fprintf(stderr, "htamerge-stats: cross-rank %-22s %.3f s\n", #call, stage_now() - t0_); \
+    } while (0)
+
 static int run_stages(struct xr_ctx *x, struct mrg_writer *w, struct hm_err *err)
 {
-    int rc = load_ranks(x, err);
+    int rc = 0, stats = getenv("HTAMERGE_STATS") != NULL;
 
-    if (rc == 0 && x->nranks > 0)
-        rc = load_view(x, err);
-    if (rc == 0)
-        rc = xr_match_collect(x, err);
-    if (rc == 0)
-        rc = xr_match_build(x, err);
-    if (rc == 0)
-        rc = xr_clock_refine(x, w, err);
-    if (rc == 0)
-        rc = xr_clock_condition(x, err);
-    if (rc == 0)
-        rc = xr_stragglers_judge(x, err);
-    if (rc == 0)
-        rc = xr_match_store(x, err);
-    if (rc == 0)
-        rc = xr_stragglers_store(x, err);
-    if (rc == 0)
-        rc = xr_clock_store(x, err);
-    if (rc == 0)
-        rc = xr_nvtx_stitch(x, err);
-    if (rc == 0)
-        rc = xr_step_breakdown(x, err);
+    STAGE(load_ranks(x, err));
+    if (x->nranks > 0)
+        STAGE(load_view(x, err));
+    STAGE(xr_match_collect(x, err));
+    STAGE(xr_match_build(x, err));
+    STAGE(xr_clock_refine(x, w, err));
+    STAGE(xr_clock_condition(x, err));
+    STAGE(xr_stragglers_judge(x, err));
+    STAGE(xr_match_store(x, err));
+    STAGE(xr_stragglers_store(x, err));
+    STAGE(xr_clock_store(x, err));
+    STAGE(xr_nvtx_stitch(x, err));
+    STAGE(xr_step_breakdown(x, err));
     return rc;
 }
 

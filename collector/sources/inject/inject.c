@@ -9,7 +9,6 @@
 #include "inject_int.h"
 
 #include <dlfcn.h>
-#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>

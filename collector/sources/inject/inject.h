@@ -3,7 +3,19 @@
  * the four entry points the host libraries look up by name; everything
  * else is hidden (-fvisibility=hidden and inject.map). Records go to the
  * collector through the shared-memory ring named by HTAMERGE_RING; without
- * it the library does nothing. */
+ * it the library does nothing.
+ *
+ * Environment (read once per process):
+ *   HTAMERGE_RING            ring name, set by the collector (none: inert)
+ *   HTAMERGE_CAPTURE         "cupti,nvtx,nccl" (default all); leaving out cupti
+ *                            leaves CUPTI to torch.profiler (CUDA 13 allows one
+ *                            CUPTI client, and the library otherwise claims it
+ *                            first, at cuInit)
+ *   HTAMERGE_CUPTI_ALL_APIS  trace every runtime/driver call, not only launches,
+ *                            copies, memsets, allocations and waits (slower)
+ *   HTAMERGE_INJECT_DEBUG    a stderr line per notable step
+ *   HTAMERGE_CLOCK_SKEW_NS, HTAMERGE_CLOCK_DRIFT_PPM: the clock test hook,
+ *                            applied to every timestamp written */
 #ifndef INJ_INJECT_H
 #define INJ_INJECT_H
 

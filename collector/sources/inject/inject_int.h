@@ -23,7 +23,7 @@
 enum { INJ_CAP_CUPTI = 1, INJ_CAP_NVTX = 2, INJ_CAP_NCCL = 4 };
 
 /* Once-only notices (stderr line + a counter in the database). */
-enum { INJ_SAY_CUPTI = 0, INJ_SAY_RING, INJ_SAY_NVTX_DEPTH, INJ_SAY_NCCL, INJ_SAY__COUNT };
+enum { INJ_SAY_CUPTI = 0, INJ_SAY_NCCL, INJ_SAY__COUNT };
 
 /* ---- string ids ---------------------------------------------------------
  * Texts get ring string ids, defined by an HM_RING_STRING record before

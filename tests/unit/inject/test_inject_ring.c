@@ -153,6 +153,8 @@ static void test_nvtx(struct hm_ring *ring)
     CHECK_EQ_INT(CORE(RangePushA, int (*)(const char *))("default above"), 1);
     CHECK_EQ_INT(CORE2(DomainRangePop, int (*)(void *))(dom), 0);
     CHECK_EQ_INT(CORE(RangePop, int (*)(void))(), 0);
+    free(dom);   /* the library never frees handles (NVTX may use them until exit) */
+    free(reg);
 
     /* Start here, end on another thread. */
     id = CORE(RangeStartA, uint64_t (*)(const char *))("async");
