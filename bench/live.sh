@@ -20,11 +20,12 @@ REPS=${REPS:-3}
 # 1. Merge throughput.
 N=${RECORDS:-250000}
 for i in $(seq "$REPS"); do
-    t0=$(now); timeout -k 5 300 mpirun -n 8 "$H" -o ring.db "$R" --records "$N" > ring.log 2>&1; t1=$(now)
+    t0=$(now); HTAMERGE_STATS=1 timeout -k 5 300 mpirun -n 8 -x HTAMERGE_STATS "$H" -o ring.db "$R" --records "$N" > ring.log 2>&1; t1=$(now)
     rows=$("$H" sql ring.db "SELECT count(*) FROM slices" --format csv | tail -1)
     echo "$(echo "$rows / ($t1 - $t0)" | bc -l) $rows $(echo "$t1 - $t0" | bc -l)"
 done > merge.txt
 read -r rate rows wall < <(sort -n merge.txt | awk '{a[NR]=$0} END {print a[int((NR+1)/2)]}')
+stream=$(grep -o 'merger wrote [0-9]* records in [0-9.]* s of writing + [0-9.]* s of decoding ([0-9]* records/s)' ring.log | head -1)
 dropped=$("$H" sql ring.db "SELECT coalesce(max(value),0) FROM counters c JOIN strings s ON s.id=c.name WHERE s.str LIKE '%dropped%'" --format csv | tail -1)
 
 # 2. Collector overhead: the same schedule with and without collection.
@@ -57,6 +58,7 @@ cat <<MD
 |---|---|
 | merge: 8 ranks x $N ring records, wall (incl. MPI start, finish, indexes) | $(printf %.2f "$wall") s |
 | merge throughput, records/s into SQLite (whole job) | $(printf %.0f "$rate") |
+| merger while streaming (HTAMERGE_STATS) | ${stream:-n/a} |
 | ring records dropped | ${dropped:-0} |
 | synth 4 ranks x $STEPS steps alone, wall | $(printf %.2f "$(cat alone.txt)") s |
 | same under \`mpirun -n 4 htamerge\`, wall | $(printf %.2f "$(cat with.txt)") s |

@@ -41,7 +41,7 @@ enum {
     ST_SLICE, ST_SLICES, ST_COLL, ST_COUNTER, ST_STEP, ST_STRING, ST_CATEGORY, ST_TRACK, ST_RANK,
     ST_FILE, ST_SKIPPED, ST_META, ST_A_TEMPORAL, ST_A_OVERLAP, ST_A_IDLE, ST_A_KCLASS,
     ST_A_KLABEL, ST_A_KERNEL, ST_A_STEP, ST_DEL_TEMPORAL, ST_DEL_OVERLAP, ST_DEL_IDLE,
-    ST_DEL_KCLASS, ST_DEL_KLABEL, ST_DEL_KERNEL, ST_PAGES, ST_ARGS_1, ST_ARGS_N, ST__COUNT
+    ST_DEL_KCLASS, ST_DEL_KLABEL, ST_DEL_KERNEL, ST_PAGES, ST__COUNT
 };
 
 /* Slices go in SLICE_ROWS rows per statement: one statement execution per
@@ -52,12 +52,10 @@ enum {
  * binding it, which makes SQLite seek): the writer is the only one adding
  * slices, so ids are w->next_slice, ... and insert_slices checks that. */
 #define SLICE_ROWS 32
-#define SLICE_COLS 13
+#define SLICE_COLS 14
 static const char slice_insert_head[] =
     "INSERT INTO slices (track, ts, dur, name, cat, cat_name, depth, parent, correlation, "
-    "external_id, bytes, iteration, flags) VALUES ";
-#define ARGS_ROWS 32
-static const char args_insert_head[] = "INSERT INTO slice_args (slice, args) VALUES ";
+    "external_id, bytes, iteration, args, flags) VALUES ";
 
 static const char *const stmt_sql[ST__COUNT] = {
     [ST_COLL] = "INSERT INTO collectives (rank, slice, pg, pg_desc, op, seq, comms_id, in_nelems, "
@@ -98,7 +96,6 @@ static const char *const stmt_sql[ST__COUNT] = {
     [ST_DEL_KLABEL] = "DELETE FROM a_kernel_labels WHERE mode = ?1 AND rank = ?2",
     [ST_DEL_KERNEL] = "DELETE FROM a_kernels WHERE mode = ?1 AND rank = ?2",
     [ST_PAGES] = "PRAGMA page_count",
-    [ST_ARGS_1] = "INSERT INTO slice_args (slice, args) VALUES (?1, ?2)",
 };
 
 /* Fast-load settings, applied before the schema (page_size must come
@@ -662,44 +659,8 @@ static void bind_slice(struct mrg_writer *w, const struct bctx *c, sqlite3_stmt 
     bind_opt(st, o + 10, s->external_id);
     bind_opt(st, o + 11, s->bytes);
     bind_opt(st, o + 12, s->iteration);
-    sqlite3_bind_int(st, o + 13, s->flags);
-}
-
-/* Stores the args of the batch's slices in slice_args, ARGS_ROWS per
- * statement; ids follow the storage order of insert_slices. */
-static int insert_args(struct mrg_writer *w, struct bctx *c, struct hm_err *err)
-{
-    const struct hm_batch *b = c->b;
-    sqlite3_stmt *st = w->st[ST_ARGS_N];
-    int k = 0;
-
-    for (size_t p = 0; p < b->slices.n; p++) {
-        const struct hm_slice *s = &b->slices.v[w->sc.keys[p].idx];
-        if (!s->args)
-            continue;
-        sqlite3_bind_int64(st, 2 * k + 1, c->first + (int64_t)p);
-        bind_str(st, 2 * k + 2, b->strings, s->args);
-        if (++k == ARGS_ROWS) {
-            if (sqlite3_step(st) != SQLITE_DONE)
-                return fail_sql(w, err, "storing slice args");
-            sqlite3_reset(st);
-            k = 0;
-        }
-    }
-    st = w->st[ST_ARGS_1];
-    /* The tail: rebind the pending rows one by one. */
-    for (size_t p = b->slices.n; k > 0 && p-- > 0;) {
-        const struct hm_slice *s = &b->slices.v[w->sc.keys[p].idx];
-        if (!s->args)
-            continue;
-        sqlite3_bind_int64(st, 1, c->first + (int64_t)p);
-        bind_str(st, 2, b->strings, s->args);
-        if (sqlite3_step(st) != SQLITE_DONE)
-            return fail_sql(w, err, "storing slice args");
-        sqlite3_reset(st);
-        k--;
-    }
-    return 0;
+    bind_str(st, o + 13, b->strings, s->args);
+    sqlite3_bind_int(st, o + 14, s->flags);
 }
 
 /* slices.id of the batch's slice i. */
@@ -734,7 +695,7 @@ static int insert_slices(struct mrg_writer *w, struct bctx *c, struct hm_err *er
     }
     w->stats.slices += n;
     w->stats.rows += n;
-    return insert_args(w, c, err);
+    return 0;
 }
 
 static int insert_collectives(struct mrg_writer *w, struct bctx *c, struct hm_err *err)
@@ -1251,18 +1212,6 @@ static int prepare_slice_insert(struct mrg_writer *w, int rows, sqlite3_stmt **s
     return sqlite3_prepare_v3(w->db, sql, (int)n, SQLITE_PREPARE_PERSISTENT, st, NULL);
 }
 
-/* Prepares `INSERT INTO slice_args ... VALUES (?, ?), ...` for ARGS_ROWS rows. */
-static int prepare_args_insert(struct mrg_writer *w, sqlite3_stmt **st)
-{
-    char sql[sizeof args_insert_head + ARGS_ROWS * 8];
-    size_t n = sizeof args_insert_head - 1;
-
-    memcpy(sql, args_insert_head, n);
-    for (int r = 0; r < ARGS_ROWS; r++)
-        n += (size_t)snprintf(sql + n, sizeof sql - n, "%s(?,?)", r ? "," : "");
-    return sqlite3_prepare_v3(w->db, sql, (int)n, SQLITE_PREPARE_PERSISTENT, st, NULL);
-}
-
 static int open_schema(struct mrg_writer *w, struct hm_err *err)
 {
     int rc = exec(w, "BEGIN", err, "starting the load");
@@ -1270,8 +1219,7 @@ static int open_schema(struct mrg_writer *w, struct hm_err *err)
     if (rc == 0)
         rc = exec(w, hm_sql_schema, err, "creating the schema");
     if (rc == 0 && (prepare_slice_insert(w, 1, &w->st[ST_SLICE]) != SQLITE_OK ||
-                    prepare_slice_insert(w, SLICE_ROWS, &w->st[ST_SLICES]) != SQLITE_OK ||
-                    prepare_args_insert(w, &w->st[ST_ARGS_N]) != SQLITE_OK))
+                    prepare_slice_insert(w, SLICE_ROWS, &w->st[ST_SLICES]) != SQLITE_OK))
         rc = fail_sql(w, err, "preparing statements");
     for (int i = 0; i < ST__COUNT && rc == 0; i++)
         if (stmt_sql[i] && sqlite3_prepare_v3(w->db, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT,

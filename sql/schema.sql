@@ -110,15 +110,8 @@ CREATE TABLE slices (
     external_id INTEGER,  -- Kineto "External id" linking a CPU op to its launches; NULL if absent
     bytes       INTEGER,  -- bytes moved or set by memcpy/memset; NULL otherwise
     iteration   INTEGER,  -- ProfilerStep number containing the slice; NULL if none
+    args        TEXT,     -- remaining event arguments as a compact JSON object; NULL if none
     flags       INTEGER   -- bits (HM_SLICE_F_*): 1 = the source named a stream (Kineto args.stream), which HTA requires of GPU work
-);
-
--- Each slice's event arguments, apart from the slices so that scans, index
--- builds and clock rewrites of the slices do not drag the (large, mostly
--- unique) JSON texts along. v_slices joins them back.
-CREATE TABLE slice_args (
-    slice INTEGER PRIMARY KEY,  -- -> slices.id
-    args  TEXT NOT NULL         -- the event's args as a compact JSON object
 );
 
 -- Sampled values (memory counters): one row per sample.

@@ -25,9 +25,8 @@ SELECT s.id,
        s.external_id,
        s.bytes,
        s.iteration,
-       a.args
+       s.args
 FROM slices s
-LEFT JOIN slice_args a ON a.slice = s.id
 JOIN tracks t ON t.id = s.track
 LEFT JOIN strings n ON n.id = s.name
 LEFT JOIN strings tn ON tn.id = t.name

@@ -3,7 +3,7 @@
 -- its collectives row, if any.
 SELECT s.id, t.rank, t.kind, s.track, tn.str AS track_name, s.ts - ?2 AS ts, s.dur,
        n.str AS name, coalesce(cn.str, c.name) AS category, s.depth, s.parent,
-       s.correlation, s.external_id, s.bytes, s.iteration, (SELECT args FROM slice_args WHERE slice = s.id) AS args,
+       s.correlation, s.external_id, s.bytes, s.iteration, s.args,
        (SELECT min(k.id) FROM collectives k WHERE k.slice = s.id) AS collective
 FROM slices s
 JOIN tracks t ON t.id = s.track

@@ -4,11 +4,10 @@
 SELECT c.id, c.rank, c.pg, c.op, c.seq, c.comms_id, c.in_nelems, c.group_size,
        c.enter_ns, c.exit_ns, t.kind = 'gpu_stream' AS gpu, s.track, s.iteration,
        s.external_id, n.str AS slice_name,
-       CASE WHEN c.in_nelems IS NULL AND json_valid(a.args)
-            THEN json_extract(a.args, '$."Input Dims"[0]') END AS dims
+       CASE WHEN c.in_nelems IS NULL AND json_valid(s.args)
+            THEN json_extract(s.args, '$."Input Dims"[0]') END AS dims
 FROM collectives c
 JOIN slices s ON s.id = c.slice
 JOIN tracks t ON t.id = s.track
 LEFT JOIN strings n ON n.id = s.name
-LEFT JOIN slice_args a ON a.slice = s.id
 ORDER BY c.rank, c.enter_ns, c.id;
