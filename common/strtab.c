@@ -30,7 +30,7 @@ struct hm_strtab {
     size_t bytes;
 };
 
-static uint32_t hash_bytes(const char *s, size_t len)
+uint64_t hm_hash_bytes(const char *s, size_t len)
 {
     /* Eight bytes per step: args texts are long and mostly unique, and a
      * byte-at-a-time hash was a sixth of parse time. */
@@ -45,7 +45,12 @@ static uint32_t hash_bytes(const char *s, size_t len)
     w = 0;
     memcpy(&w, s + i, len - i);
     h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
-    h ^= h >> 29;
+    return h ^ (h >> 29);
+}
+
+static uint32_t hash_bytes(const char *s, size_t len)
+{
+    uint64_t h = hm_hash_bytes(s, len);
     return (uint32_t)(h ^ (h >> 32));
 }
 

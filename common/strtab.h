@@ -37,6 +37,10 @@ hm_strid hm_strtab_append(struct hm_strtab *t, const char *s, size_t len);
  * An unknown id gives "". */
 const char *hm_strtab_get(const struct hm_strtab *t, hm_strid id, size_t *len);
 
+/* The 64-bit hash the table uses, for callers keeping caches in front of
+ * it (e.g. the Kineto reader's name cache). */
+uint64_t hm_hash_bytes(const char *s, size_t len);
+
 /* Number of ids in use, including id 0. */
 uint32_t hm_strtab_count(const struct hm_strtab *t);
 

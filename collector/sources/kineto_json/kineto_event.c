@@ -61,26 +61,10 @@ static int skip(struct kj_builder *k, enum hm_skip_reason r)
     return 0;
 }
 
-static uint64_t hash_words(const char *s, size_t n)
-{
-    uint64_t h = n * 0x9E3779B97F4A7C15ull, w;
-    size_t i = 0;
-
-    for (; i + 8 <= n; i += 8) {
-        memcpy(&w, s + i, 8);
-        h = (h ^ w) * 0xff51afd7ed558ccdull;
-        h ^= h >> 32;
-    }
-    w = 0;
-    memcpy(&w, s + i, n - i);
-    h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
-    return h ^ (h >> 29);
-}
-
 /* The cache slot holding s interned; NULL when out of memory. */
 static struct kj_icache *icache_get(struct kj_builder *k, const char *s, size_t n)
 {
-    uint64_t h = hash_words(s, n);
+    uint64_t h = hm_hash_bytes(s, n);
     struct kj_icache *c = &k->icache[h & (ICACHE_SLOTS - 1)];
 
     if (c->hash == h && c->len == n && c->s && memcmp(c->s, s, n) == 0)
