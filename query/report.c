@@ -188,6 +188,8 @@ int qry_report_build(sqlite3 *db, const struct qry_report_opts *o, cJSON **out, 
         if (rc == 0)
             judge_run_status(db, doc);
         if (rc == 0)
+            rc = add_verdict(db, doc, err);
+        if (rc == 0)
             cJSON_AddStringToObject(doc, "definitions", o->all_steps ? "all steps" : "HTA (last step dropped)");
         if (rc == 0)
             rc = add_rows(db, o, hm_sql_report_summary_ranks, doc, "ranks", err);
