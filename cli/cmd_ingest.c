@@ -11,6 +11,7 @@
 #include "collector/ingest_send.h"
 #include "collector/launcher_env.h"
 #include "merger/ingest.h"
+#include "common/monotime.h"
 
 #include <mpi.h>
 
@@ -52,18 +53,11 @@ struct progress {
     double last;
 };
 
-static double mono_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* A progress bar with bytes/s on a terminal; one summary line otherwise. */
 static void show_progress(void *ctx, const struct mrg_ingest_stats *s, uint64_t total, int done)
 {
     struct progress *p = ctx;
-    double el = s->seconds > 0 ? s->seconds : mono_s() - p->last;
+    double el = s->seconds > 0 ? s->seconds : hm_mono_s() - p->last;
 
     if (!done && p->tty) {
         int width = 30, fill = total ? (int)(width * (double)s->bytes_in / (double)total) : 0;
@@ -183,7 +177,7 @@ int cli_ingest(int argc, char **argv)
         {"quiet", no_argument, 0, 'q'},        {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
     struct mrg_ingest_opts opts = {.keep_args = 1};
-    struct progress prog = {.tty = isatty(2), .last = mono_s()};
+    struct progress prog = {.tty = isatty(2), .last = hm_mono_s()};
     struct mrg_ingest_stats st;
     struct hm_err err;
     char **files = NULL, line[1400];

@@ -128,8 +128,6 @@ static void remove_tree(const char *dir)
     }
 }
 
-enum { MAX_BACKLOG = 64 << 20 };
-
 struct loop {
     struct col_rank *col;   /* NULL when PROGRAM could not start */
     struct col_link *link;  /* ranks > 0 */
@@ -150,7 +148,7 @@ static int turn(struct loop *L, struct hm_err *err)
             L->signal = sig;
         /* A peer takes no more batches while its unsent bytes are high:
          * the parser then stalls too, bounding memory end to end. */
-        while (rc == 0 && (L->rank == 0 || col_link_backlog(L->link) < MAX_BACKLOG) &&
+        while (rc == 0 && (L->rank == 0 || col_link_backlog(L->link) < COL_LINK_MAX_BACKLOG) &&
                (b = col_rank_take(L->col)))
             rc = L->rank == 0 ? mrg_live_local(L->mrg, b, err) : col_link_queue(L->link, b, err);
         if (!L->child_done && col_rank_finished(L->col, &L->exit_code))

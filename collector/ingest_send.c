@@ -10,8 +10,6 @@
 #include "common/clockhook.h"
 #include "transport.h"
 
-enum { MAX_BACKLOG = 64 << 20 };
-
 static int report_failure(const char *path, const struct hm_err *e)
 {
     struct hm_msg_file_error m;
@@ -58,7 +56,7 @@ int col_ingest_send(char *const *files, size_t nfiles, int rank, int size, int k
         d.batches++;
         rc = col_link_queue(l, b, err);
         if (rc == 0)
-            rc = pump(l, MAX_BACKLOG, &fin, err);
+            rc = pump(l, COL_LINK_MAX_BACKLOG, &fin, err);
     }
     while (rc == 0 && !fin) {
         rc = col_link_step(l, &fin, err);

@@ -27,6 +27,7 @@
 #include "launcher_env.h"
 #include "ring_source.h"
 #include "trace_watch.h"
+#include "common/monotime.h"
 
 enum { KILL_AFTER_MS = 10000, MAX_READY = 4 };
 
@@ -53,11 +54,28 @@ struct col_rank {
     size_t out_head;
 };
 
-static int64_t mono_ms(void)
+/* What this rank knows better than its sources: who and where it is. */
+static void stamp(struct col_rank *c, struct hm_batch *b)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    b->info.rank = c->rank;
+    b->info.rank_source = hm_batch_intern(b, "mpi", 3);
+    b->info.hostname = hm_batch_intern(b, c->hostname, strlen(c->hostname));
+    if (c->child)
+        b->info.pid = col_child_pid(c->child);
+}
+
+/* Queues a ready batch (takes it); call with c->mu held. */
+static void push_ready(struct col_rank *c, struct hm_batch *b)
+{
+    struct hm_batch **slot = HM_VEC_PUSH(c->out);
+
+    if (slot) {
+        *slot = b;
+        return;
+    }
+    fprintf(stderr, "htamerge: rank %d: out of memory: a batch of %zu slices is lost\n", c->rank,
+            b->slices.n);
+    hm_batch_free(b);
 }
 
 /* Parses one file; failures are reported and counted, never fatal. */
@@ -73,11 +91,7 @@ static struct hm_batch *parse_file(struct col_rank *c, const char *path)
         fprintf(stderr, "htamerge: rank %d: skipping %s\n", c->rank, hm_err_line(&err, line, sizeof line));
         return NULL;
     }
-    b->info.rank = c->rank;
-    b->info.rank_source = hm_batch_intern(b, "mpi", 3);
-    b->info.hostname = hm_batch_intern(b, c->hostname, strlen(c->hostname));
-    if (c->child)
-        b->info.pid = col_child_pid(c->child);
+    stamp(c, b);
     hm_clockhook_apply_batch(&c->hook, b);
     return b;
 }
@@ -105,11 +119,7 @@ static void *parser_main(void *arg)
         if (!b) {
             c->stats.files_failed++;
         } else {
-            struct hm_batch **slot = HM_VEC_PUSH(c->out);
-            if (slot)
-                *slot = b;
-            else
-                hm_batch_free(b);
+            push_ready(c, b);
         }
     }
     pthread_mutex_unlock(&c->mu);
@@ -148,14 +158,9 @@ static void drain_ring(struct col_rank *c, int final)
         return;
     hm_err_clear(&err);
     while ((b = col_ring_drain(c->ring, final, &err))) {
-        b->info.rank_source = hm_batch_intern(b, "mpi", 3);
-        b->info.hostname = hm_batch_intern(b, c->hostname, strlen(c->hostname));
+        stamp(c, b);
         pthread_mutex_lock(&c->mu);
-        struct hm_batch **slot = HM_VEC_PUSH(c->out);
-        if (slot)
-            *slot = b;
-        else
-            hm_batch_free(b);
+        push_ready(c, b);
         pthread_mutex_unlock(&c->mu);
         if (!final)
             break;
@@ -257,7 +262,7 @@ static void handle_signal(struct col_rank *c, int sig)
     /* USR1/USR2 (e.g. Slurm's time-limit warning) are only passed on; the
      * stopping signals arm the SIGKILL timer. */
     if (!c->signalled_at && sig != SIGUSR1 && sig != SIGUSR2)
-        c->signalled_at = mono_ms();
+        c->signalled_at = (hm_mono_ns() / 1000000);
 }
 
 int col_rank_poll(struct col_rank *c, int timeout_ms)
@@ -270,7 +275,7 @@ int col_rank_poll(struct col_rank *c, int timeout_ms)
         poll(p, 3, timeout_ms);
     if (c->sigfd >= 0 && (sig = col_signals_take()) > 0)
         handle_signal(c, sig);
-    if (c->signalled_at && !c->exited && mono_ms() - c->signalled_at > KILL_AFTER_MS)
+    if (c->signalled_at && !c->exited && (hm_mono_ns() / 1000000) - c->signalled_at > KILL_AFTER_MS)
         col_child_signal(c->child, SIGKILL);
     drain_watch(c);
     if (!c->exited && col_child_reap(c->child, &status) == 1) {

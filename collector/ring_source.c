@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "common/shm_ring.h"
+#include "common/monotime.h"
 
 enum { BATCH_RECORDS = 50000, FLUSH_MS = 200 };
 
@@ -28,13 +29,6 @@ struct col_ring {
     int64_t started_ms;
     uint64_t reported_dropped, reported_lost;
 };
-
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static uint32_t *idmap_slot(struct idmap *m, uint32_t key)
 {
@@ -142,15 +136,25 @@ static hm_strid str_of(struct col_ring *r, uint32_t ring_id)
     return r->bmap[nid];
 }
 
-static struct hm_slice *new_slice(struct col_ring *r, uint32_t kind, int64_t pid, int64_t tid)
+/* A new slice on track (kind, pid, tid) with the fields every record type
+ * has; NULL when out of memory. */
+static struct hm_slice *new_slice(struct col_ring *r, uint32_t kind, int64_t pid, int64_t tid,
+                                  int64_t ts, int64_t dur, uint32_t ring_name, enum hm_cat cat)
 {
     int64_t t = hm_batch_track(r->b, kind, pid, tid);
     struct hm_slice *s = t >= 0 ? HM_VEC_PUSH(r->b->slices) : NULL;
-    if (s) {
-        s->track = (uint32_t)t;
-        s->correlation = s->external_id = s->bytes = HM_NONE;
-        s->iteration = HM_NONE;
-    }
+    const char *cn = hm_cat_name(cat);
+
+    if (!s)
+        return NULL;
+    s->track = (uint32_t)t;
+    s->correlation = s->external_id = s->bytes = HM_NONE;
+    s->iteration = HM_NONE;
+    s->ts = ts;
+    s->dur = dur > 0 ? dur : 0;
+    s->name = str_of(r, ring_name);
+    s->cat = (uint16_t)cat;
+    s->cat_name = hm_batch_intern(r->b, cn, strlen(cn));
     return s;
 }
 
@@ -160,34 +164,22 @@ static void on_slice(struct col_ring *r, const void *p, uint32_t len)
     struct hm_slice *s;
 
     memcpy(&x, p, len < sizeof x ? len : sizeof x);
-    s = new_slice(r, x.kind == HM_TRACK_GPU_STREAM ? HM_TRACK_GPU_STREAM : HM_TRACK_CPU_THREAD, x.pid, x.tid);
+    s = new_slice(r, x.kind == HM_TRACK_GPU_STREAM ? HM_TRACK_GPU_STREAM : HM_TRACK_CPU_THREAD, x.pid,
+                  x.tid, x.ts, x.dur, x.name, x.cat < HM_CAT__COUNT ? (enum hm_cat)x.cat : HM_CAT_OTHER);
     if (!s)
         return;
-    s->ts = x.ts;
-    s->dur = x.dur > 0 ? x.dur : 0;
     s->correlation = x.correlation;
     s->bytes = x.bytes;
-    s->name = str_of(r, x.name);
     s->args = str_of(r, x.args);
-    s->cat = x.cat < HM_CAT__COUNT ? x.cat : HM_CAT_OTHER;
-    s->cat_name = hm_batch_intern(r->b, hm_cat_name((enum hm_cat)s->cat), strlen(hm_cat_name((enum hm_cat)s->cat)));
     s->flags = (uint16_t)x.flags;
 }
 
 static void on_nvtx(struct col_ring *r, const void *p, uint32_t len)
 {
     struct hm_ring_nvtx x = {0};
-    struct hm_slice *s;
 
     memcpy(&x, p, len < sizeof x ? len : sizeof x);
-    s = new_slice(r, HM_TRACK_CPU_THREAD, x.pid, x.tid);
-    if (!s)
-        return;
-    s->ts = x.ts;
-    s->dur = x.dur > 0 ? x.dur : 0;
-    s->name = str_of(r, x.name);
-    s->cat = HM_CAT_NVTX;
-    s->cat_name = hm_batch_intern(r->b, "nvtx", 4);
+    new_slice(r, HM_TRACK_CPU_THREAD, x.pid, x.tid, x.ts, x.dur, x.name, HM_CAT_NVTX);
 }
 
 static void on_nccl(struct col_ring *r, const void *p, uint32_t len)
@@ -198,14 +190,9 @@ static void on_nccl(struct col_ring *r, const void *p, uint32_t len)
     char id[32];
 
     memcpy(&x, p, len < sizeof x ? len : sizeof x);
-    s = new_slice(r, HM_TRACK_GPU_STREAM, x.device, x.stream);
+    s = new_slice(r, HM_TRACK_GPU_STREAM, x.device, x.stream, x.ts, x.dur, x.func, HM_CAT_KERNEL);
     if (!s)
         return;
-    s->ts = x.ts;
-    s->dur = x.dur > 0 ? x.dur : 0;
-    s->name = str_of(r, x.func);
-    s->cat = HM_CAT_KERNEL;
-    s->cat_name = hm_batch_intern(r->b, "kernel", 6);
     s->flags = HM_SLICE_F_STREAM_ARG;
     c = HM_VEC_PUSH(r->b->collectives);
     if (!c)
@@ -301,7 +288,7 @@ struct hm_batch *col_ring_drain(struct col_ring *r, int flush, struct hm_err *er
         r->b->info.base_time_ns = 0; /* ring times are Unix ns already */
         if (r->bmap)
             memset(r->bmap, 0, r->bmap_cap * sizeof *r->bmap);
-        r->started_ms = mono_ms();
+        r->started_ms = (hm_mono_ns() / 1000000);
     }
     do
         n = hm_ring_read(r->ring, on_record, r, 4096);
@@ -310,7 +297,7 @@ struct hm_batch *col_ring_drain(struct col_ring *r, int flush, struct hm_err *er
         add_loss_counters(r);
     if (r->b->slices.n + r->b->counters.n == 0)
         return NULL;
-    if (flush || r->b->slices.n >= BATCH_RECORDS || mono_ms() - r->started_ms > FLUSH_MS) {
+    if (flush || r->b->slices.n >= BATCH_RECORDS || (hm_mono_ns() / 1000000) - r->started_ms > FLUSH_MS) {
         out = r->b;
         r->b = NULL;
     }

@@ -24,6 +24,10 @@ int col_link_queue(struct col_link *l, struct hm_batch *b, struct hm_err *err);
  * Never waits for long. *fin is set when the merger said goodbye. */
 int col_link_step(struct col_link *l, int *fin, struct hm_err *err);
 
+/* Unsent bytes above which a collector stops taking new batches, so a slow
+ * merger bounds each rank's memory end to end. */
+enum { COL_LINK_MAX_BACKLOG = 64 << 20 };
+
 /* Bytes queued but not yet handed to MPI (for back-pressure on parsing). */
 uint64_t col_link_backlog(const struct col_link *l);
 

@@ -24,6 +24,7 @@
 #include "nvtx_stitch.h"
 #include "step_breakdown.h"
 #include "stragglers.h"
+#include "common/monotime.h"
 
 /* --- Shared helpers ----------------------------------------------------- */
 
@@ -407,21 +408,14 @@ static void ctx_free(struct xr_ctx *x)
     hm_strtab_free(x->names);
 }
 
-static double stage_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* HTAMERGE_STATS=1 prints each stage's time (for the benchmarks). */
 #define STAGE(call)                                                                       \
     do {                                                                                  \
-        double t0_ = stage_now();                                                         \
+        double t0_ = hm_mono_s();                                                         \
         if (rc == 0)                                                                      \
             rc = (call);                                                                  \
         if (stats)                                                                        \
-            fprintf(stderr, "htamerge-stats: cross-rank %-22s %.3f s\n", #call, stage_now() - t0_); \
+            fprintf(stderr, "htamerge-stats: cross-rank %-22s %.3f s\n", #call, hm_mono_s() - t0_); \
     } while (0)
 
 static int run_stages(struct xr_ctx *x, struct mrg_writer *w, struct hm_err *err)

@@ -21,7 +21,7 @@
 #include "ingest_int.h"
 #include "cross_rank.h"
 #include "writer.h"
-
+#include "common/monotime.h"
 
 struct pool {
     char *const *files;          /* borrowed */
@@ -35,13 +35,6 @@ struct pool {
     pthread_mutex_t mu;
     pthread_cond_t cv;
 };
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* Parses and analyses one file into its slot, outside the lock. */
 static void parse_one(struct pool *p, size_t i)
@@ -91,7 +84,6 @@ static int default_jobs(void)
      * flight holds a decompressed file: more would only cost memory. */
     return n > 4 ? 3 : n > 2 ? (int)n - 1 : 1;
 }
-
 
 static int claim_rank(struct rank_map *m, int rank, size_t file, size_t *prev)
 {
@@ -206,7 +198,8 @@ static uint64_t total_bytes(char *const *files, size_t n)
     return t;
 }
 
-static int write_meta(struct mrg_writer *w, const struct mrg_ingest_opts *opts, struct hm_err *err)
+int mrg_ingest_write_meta(struct mrg_writer *w, const struct mrg_ingest_opts *opts, const char *created_by,
+                          struct hm_err *err)
 {
     char when[64];
     time_t t = time(NULL);
@@ -214,7 +207,7 @@ static int write_meta(struct mrg_writer *w, const struct mrg_ingest_opts *opts, 
     int rc;
 
     strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
-    rc = mrg_writer_set_meta(w, "created_by", "htamerge ingest", err);
+    rc = mrg_writer_set_meta(w, "created_by", created_by, err);
     if (rc == 0)
         rc = mrg_writer_set_meta(w, "created_at", when, err);
     if (rc == 0 && opts->command_line)
@@ -260,7 +253,7 @@ int mrg_ingest(char *const *files, size_t nfiles, const struct mrg_ingest_opts *
     struct mrg_writer *w = NULL;
     pthread_t *th = NULL;
     int njobs = opts->jobs > 0 ? opts->jobs : default_jobs(), started = 0, rc;
-    double t0 = now_s();
+    double t0 = hm_mono_s();
     uint64_t total = total_bytes(files, nfiles);
 
     memset(stats, 0, sizeof *stats);
@@ -293,7 +286,7 @@ int mrg_ingest(char *const *files, size_t nfiles, const struct mrg_ingest_opts *
     if (rc == 0 && stats->ranks == 0)
         rc = hm_err_set(err, HM_EFORMAT, NULL, -1, "none of the %zu files could be read", nfiles);
     if (rc == 0)
-        rc = write_meta(w, opts, err);
+        rc = mrg_ingest_write_meta(w, opts, "htamerge ingest", err);
     if (rc == 0)
         rc = mrg_cross_rank_finish(w, NULL, err);
 
@@ -315,7 +308,7 @@ out_abort:
 out_free:
     free(th);
     free(p.slots);
-    stats->seconds = now_s() - t0;
+    stats->seconds = hm_mono_s() - t0;
     if (opts->progress)
         opts->progress(opts->progress_ctx, stats, total, 1);
     return rc;

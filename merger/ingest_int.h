@@ -39,6 +39,11 @@ struct mrg_store {
  * under --keep-going. Returns 0, or an error for the whole ingest. */
 int mrg_store_slot(struct mrg_store *p, size_t i, struct mrg_slot *s, struct hm_err *err);
 
+/* meta of a finished ingest: created_by, created_at, command_line,
+ * run_status complete. */
+int mrg_ingest_write_meta(struct mrg_writer *w, const struct mrg_ingest_opts *opts, const char *created_by,
+                          struct hm_err *err);
+
 /* Frees the slot's batch and results. */
 void mrg_release_slot(struct mrg_slot *s);
 

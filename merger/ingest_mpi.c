@@ -15,13 +15,7 @@
 #include "common/wire.h"
 #include "cross_rank.h"
 #include "ingest_int.h"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
+#include "common/monotime.h"
 
 static int cmp_path(const void *key, const void *elem)
 {
@@ -132,7 +126,7 @@ int mrg_ingest_mpi_merge(char *const *files, size_t nfiles, int size, const stru
 {
     struct mrg_store s = {.files = files, .nfiles = nfiles, .opts = opts, .st = stats};
     uint64_t total = 0;
-    double t0 = now_s();
+    double t0 = hm_mono_s();
     struct stat sb;
     int rc;
 
@@ -153,11 +147,7 @@ int mrg_ingest_mpi_merge(char *const *files, size_t nfiles, int size, const stru
     if (rc == 0 && stats->ranks == 0)
         rc = hm_err_set(err, HM_EFORMAT, NULL, -1, "none of the %zu files could be read", nfiles);
     if (rc == 0)
-        rc = mrg_writer_set_meta(s.w, "created_by", "htamerge ingest (parallel)", err);
-    if (rc == 0 && opts->command_line)
-        rc = mrg_writer_set_meta(s.w, "command_line", opts->command_line, err);
-    if (rc == 0)
-        rc = mrg_writer_set_meta(s.w, "run_status", "complete", err);
+        rc = mrg_ingest_write_meta(s.w, opts, "htamerge ingest (parallel)", err);
     if (rc == 0)
         rc = mrg_cross_rank_finish(s.w, NULL, err);
     if (s.w) {
@@ -167,7 +157,7 @@ int mrg_ingest_mpi_merge(char *const *files, size_t nfiles, int size, const stru
             mrg_writer_abort(s.w);
     }
     free(s.ranks.owner);
-    stats->seconds = now_s() - t0;
+    stats->seconds = hm_mono_s() - t0;
     if (opts->progress)
         opts->progress(opts->progress_ctx, stats, total, 1);
     return rc;

@@ -23,6 +23,7 @@
 #include "common/wire.h"
 #include "cross_rank.h"
 #include "writer.h"
+#include "common/monotime.h"
 
 enum { COMMIT_MS = 500, MAX_MSGS_PER_STEP = 64 };
 
@@ -48,13 +49,6 @@ struct mrg_live {
     uint8_t *buf;              /* receive buffer, owned */
     size_t cap;
 };
-
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static int mpi_fail(struct hm_err *err, const char *what, int rc)
 {
@@ -98,7 +92,7 @@ struct mrg_live *mrg_live_start(const struct mrg_live_opts *opts, struct hm_err 
         mrg_writer_commit(m->w, err))
         goto fail;
     m->peers[0].synced = 1;
-    m->last_commit_ns = mono_ns();
+    m->last_commit_ns = hm_mono_ns();
     return m;
 fail:
     mrg_writer_abort(m->w);
@@ -150,7 +144,7 @@ static int initial_sync(struct mrg_live *m, struct hm_err *err)
         m->peers[r].synced = 1;
     }
     m->initial_done = 1;
-    m->last_sync_ns = mono_ns();
+    m->last_sync_ns = hm_mono_ns();
     return 0;
 }
 
@@ -160,15 +154,15 @@ static int periodic_sync(struct mrg_live *m, struct hm_err *err)
     for (int r = 1; r < m->size && rc == 0; r++)
         if (!m->peers[r].done)
             rc = sync_round(m, r, err);
-    m->last_sync_ns = mono_ns();
+    m->last_sync_ns = hm_mono_ns();
     return rc;
 }
 
 static int write_batch(struct mrg_live *m, struct hm_batch *b, struct hm_err *err)
 {
-    int64_t t0 = mono_ns();
+    int64_t t0 = hm_mono_ns();
     int rc = mrg_writer_add_batch(m->w, b, err);
-    m->write_ns += mono_ns() - t0;
+    m->write_ns += hm_mono_ns() - t0;
     m->rows += b->slices.n + b->collectives.n + b->counters.n + b->steps.n;
     hm_batch_free(b);
     return rc;
@@ -213,9 +207,9 @@ static int receive_one(struct mrg_live *m, MPI_Status *st, struct hm_err *err)
         m->peers[r].exit_code = (int)d.exit_code;
         return mrg_writer_set_rank_complete(m->w, r, 1, err);
     }
-    int64_t t0 = mono_ns();
+    int64_t t0 = hm_mono_ns();
     rc = hm_wire_decode(m->buf, (size_t)count, &b, err);
-    m->decode_ns += mono_ns() - t0;
+    m->decode_ns += hm_mono_ns() - t0;
     if (rc == 0) {
         b->info.rank = r; /* the sender is authoritative, not the trace */
         rc = write_batch(m, b, err);
@@ -247,11 +241,11 @@ int mrg_live_step(struct mrg_live *m, int *all_done, struct hm_err *err)
             rc = receive_one(m, &st, err);
     }
     if (rc == 0 && m->opts.sync_interval_ms > 0 &&
-        mono_ns() - m->last_sync_ns > m->opts.sync_interval_ms * 1000000)
+        hm_mono_ns() - m->last_sync_ns > m->opts.sync_interval_ms * 1000000)
         rc = periodic_sync(m, err);
-    if (rc == 0 && mono_ns() - m->last_commit_ns > (int64_t)COMMIT_MS * 1000000) {
+    if (rc == 0 && hm_mono_ns() - m->last_commit_ns > (int64_t)COMMIT_MS * 1000000) {
         rc = mrg_writer_commit(m->w, err);
-        m->last_commit_ns = mono_ns();
+        m->last_commit_ns = hm_mono_ns();
     }
     for (int r = 1; r < m->size; r++)
         done &= m->peers[r].done;
@@ -360,19 +354,19 @@ int mrg_live_finish(struct mrg_live *m, int complete, int *job_exit, struct hm_e
             worst = m->peers[r].exit_code;
     }
     if (complete) {
-        int64_t t0 = mono_ns(), t1, t2;
+        int64_t t0 = hm_mono_ns(), t1, t2;
         rc = say_goodbye(m, err);
         if (rc == 0)
             rc = apply_clocks(m, err);
         /* Indexes first: the analyses read each rank back through them. */
         if (rc == 0)
             rc = mrg_writer_build_indexes(m->w, err);
-        t1 = mono_ns();
+        t1 = hm_mono_ns();
         if (rc == 0 && m->opts.analyse)
             rc = analyse(m, err);
         if (rc == 0)
             rc = mrg_cross_rank_finish(m->w, &(struct mrg_cross_rank_opts){.live = 1}, err);
-        t2 = mono_ns();
+        t2 = hm_mono_ns();
         if (getenv("HTAMERGE_STATS"))
             fprintf(stderr,
                     "htamerge-stats: merger wrote %llu records in %.3f s of writing + %.3f s of decoding "

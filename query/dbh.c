@@ -11,13 +11,7 @@
 #include <time.h>
 
 #include "report.h"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
+#include "common/monotime.h"
 
 static int64_t data_version(sqlite3 *db)
 {
@@ -80,7 +74,7 @@ int qry_dbh_refresh(struct qry_dbh *h, struct hm_err *err)
 
 struct qry_lod *qry_dbh_lod(struct qry_dbh *h, bool *fresh, struct hm_err *err)
 {
-    double t = now_s();
+    double t = hm_mono_s();
 
     if (h->lod && h->lod_version != h->version && t - h->lod_time >= QRY_LOD_REBUILD_S) {
         qry_lod_free(h->lod);
