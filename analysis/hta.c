@@ -34,8 +34,25 @@ const char *an_kclass_name(enum an_kclass k)
     }
 }
 
+/* The unqualified name inside an Itanium-mangled one ("_Z39ncclDevKernel_...",
+ * "_ZN4ncclDev..."), which CUPTI reports where Kineto's traces carry the
+ * demangled "ncclDevKernel_..."; other names as they are. */
+static const char *unmangled_start(const char *name)
+{
+    const char *p = name + 2;
+
+    if (strncmp(name, "_Z", 2) != 0)
+        return name;
+    if (*p == 'N')
+        p++;
+    while (*p >= '0' && *p <= '9')
+        p++;
+    return p;
+}
+
 enum an_kclass an_kclass_of(const char *name)
 {
+    name = unmangled_start(name);
     if (!strncmp(name, "nccl", 4) || !strncmp(name, "hccl", 4) || !strncmp(name, "hip", 3) ||
         strstr(name, "ncclKernel") || strstr(name, "gloo:"))
         return AN_KCLASS_COMM;

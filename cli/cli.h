@@ -3,6 +3,8 @@
 #ifndef HM_CLI_H
 #define HM_CLI_H
 
+#include <stdint.h>
+
 enum {
     CLI_EXIT_OK = 0,
     CLI_EXIT_FAIL = 1,     /* the command failed; nothing was written */
@@ -15,6 +17,13 @@ int cli_report(int argc, char **argv);
 int cli_sql(int argc, char **argv);
 int cli_run(int argc, char **argv);
 int cli_serve(int argc, char **argv);
+int cli_export(int argc, char **argv);
+int cli_diff(int argc, char **argv);
+
+/* Parses a list such as "0,2-4" (ranks, steps) into a malloc'd array.
+ * Returns the count, or -1 when malformed (negative, reversed range, a
+ * range over a million, trailing comma). */
+int cli_parse_list(const char *s, int64_t **out);
 
 /* Prints "htamerge: " + message to stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

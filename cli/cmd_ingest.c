@@ -46,7 +46,9 @@ static const char ingest_help[] =
     "\n"
     "examples:\n"
     "  htamerge ingest -o run.db ./traces\n"
-    "  htamerge ingest -o run.db rank-0.pt.trace.json.gz rank-1.pt.trace.json.gz\n";
+    "  htamerge ingest -o run.db rank-0.pt.trace.json.gz rank-1.pt.trace.json.gz\n"
+    "  htamerge ingest -k -o run.db ./traces        # skip unreadable files; exit 3 then\n"
+    "  mpirun -n 9 htamerge ingest -o run.db ./traces  # 8 parser ranks + the writer\n";
 
 struct progress {
     int tty;

@@ -11,7 +11,7 @@
 
 static const char report_help[] =
     "usage: htamerge report FILE.db [TOPIC] [--format table|json|csv] [--ranks LIST]\n"
-    "                       [--steps LIST] [--all-steps] [--top N]\n"
+    "                       [--steps LIST] [--all-steps] [--top N] [--method scalasca|hta]\n"
     "\n"
     "topics:\n"
     "  summary   run facts, per-rank headline numbers, skipped events (default)\n"
@@ -38,6 +38,9 @@ static const char report_help[] =
     "  -s, --steps L    only these ProfilerStep numbers (steps, stragglers, collectives, nvtx)\n"
     "  -a, --all-steps  keep the last ProfilerStep\n"
     "  -n, --top N      kernels per rank in the kernels topic (default 10)\n"
+    "      --method M   stragglers: scalasca (default: wait states on aligned enter times)\n"
+    "                   or hta (HTA's get_potential_stragglers: late-starting ncclKernel*)\n"
+    "      --candidates K  ranks --method hta names (default 2, as HTA)\n"
     "\n"
     "exit status: 0 ok, 1 the file cannot be read, 2 bad command line.\n"
     "\n"
@@ -45,46 +48,17 @@ static const char report_help[] =
     "  htamerge report run.db\n"
     "  htamerge report run.db temporal --format json\n"
     "  htamerge report run.db idle --ranks 0 --format csv\n"
-    "  htamerge report run.db stragglers --format json\n";
+    "  htamerge report run.db stragglers --format json\n"
+    "  htamerge report run.db stragglers --method hta\n"
+    "  htamerge report run.db steps --steps 3-5 --ranks 0,2\n"
+    "  htamerge report run.db kernels --top 5 --format csv > kernels.csv\n";
 
-/* Parses "0,2-4" into a malloc'd array. Returns count, or -1 if malformed. */
-static int parse_list(const char *s, int64_t **out)
+/* Colour only for people at a terminal: not in a pipe or file, not when
+ * NO_COLOR is set (no-color.org), not on a dumb terminal. */
+static int color_wanted(void)
 {
-    int64_t *v = NULL;
-    int n = 0, cap = 0;
-    char *end;
-
-    while (*s) {
-        long long a = strtoll(s, &end, 10), b;
-        if (end == s || a < 0)
-            goto bad;
-        b = a;
-        s = end;
-        if (*s == '-') {
-            b = strtoll(s + 1, &end, 10);
-            if (end == s + 1 || b < a || b - a > 1000000)
-                goto bad;
-            s = end;
-        }
-        for (long long x = a; x <= b; x++) {
-            if (n == cap) {
-                int64_t *nv = realloc(v, (size_t)(cap = cap ? cap * 2 : 16) * sizeof *v);
-                if (!nv)
-                    goto bad;
-                v = nv;
-            }
-            v[n++] = x;
-        }
-        if (*s == ',')
-            s++;
-        else if (*s)
-            goto bad;
-    }
-    *out = v;
-    return n;
-bad:
-    free(v);
-    return -1;
+    const char *no = getenv("NO_COLOR"), *term = getenv("TERM");
+    return isatty(STDOUT_FILENO) && !(no && *no) && !(term && !strcmp(term, "dumb"));
 }
 
 static int parse_format(const char *s, enum qry_format *f)
@@ -128,7 +102,7 @@ static int run_report(const char *path, struct qry_report_opts *o, enum qry_form
         cli_error("%s", hm_err_line(&err, line, sizeof line));
         return CLI_EXIT_FAIL;
     }
-    qry_report_render(doc, fmt, fmt == QRY_FORMAT_TABLE && isatty(1), stdout);
+    qry_report_render(doc, fmt, fmt == QRY_FORMAT_TABLE && color_wanted(), stdout);
     cJSON_Delete(doc);
     return CLI_EXIT_OK;
 }
@@ -139,6 +113,7 @@ int cli_report(int argc, char **argv)
         {"format", required_argument, 0, 'f'}, {"ranks", required_argument, 0, 'r'},
         {"steps", required_argument, 0, 's'},  {"all-steps", no_argument, 0, 'a'},
         {"top", required_argument, 0, 'n'},    {"help", no_argument, 0, 'h'},
+        {"method", required_argument, 0, 'M'}, {"candidates", required_argument, 0, 'K'},
         {0, 0, 0, 0}};
     struct qry_report_opts o = {.topic = "summary"};
     enum qry_format fmt = QRY_FORMAT_TABLE;
@@ -156,7 +131,7 @@ int cli_report(int argc, char **argv)
             break;
         case 'r':
             free(ranks);
-            if ((n = parse_list(optarg, &ranks)) < 0 || n > 4096) {
+            if ((n = cli_parse_list(optarg, &ranks)) < 0 || n > 4096) {
                 cli_error("report: bad rank list '%s' (example: 0,2-3)", optarg);
                 return CLI_EXIT_USAGE;
             }
@@ -167,7 +142,7 @@ int cli_report(int argc, char **argv)
             break;
         case 's':
             free(steps);
-            if ((o.nsteps = parse_list(optarg, &steps)) < 0) {
+            if ((o.nsteps = cli_parse_list(optarg, &steps)) < 0) {
                 cli_error("report: bad step list '%s' (example: 551,553-560)", optarg);
                 return CLI_EXIT_USAGE;
             }
@@ -175,6 +150,19 @@ int cli_report(int argc, char **argv)
             break;
         case 'a': o.all_steps = 1; break;
         case 'n': o.top_kernels = atoi(optarg); break;
+        case 'M':
+            if (strcmp(optarg, "hta") != 0 && strcmp(optarg, "scalasca") != 0) {
+                cli_error("report: unknown straggler method '%s' (scalasca or hta)", optarg);
+                return CLI_EXIT_USAGE;
+            }
+            o.method = optarg;
+            break;
+        case 'K':
+            if ((o.candidates = atoi(optarg)) < 1) {
+                cli_error("report: --candidates needs a positive number, not '%s'", optarg);
+                return CLI_EXIT_USAGE;
+            }
+            break;
         case 'h': fputs(report_help, stdout); return CLI_EXIT_OK;
         default: fputs(report_help, stderr); return CLI_EXIT_USAGE;
         }
@@ -205,8 +193,13 @@ static const char sql_help[] =
     "\n"
     "exit status: 0 ok, 1 refused or failed statement, 2 bad command line.\n"
     "\n"
-    "example:\n"
-    "  htamerge sql run.db 'SELECT rank, idle_pct FROM v_temporal'\n";
+    "options:\n"
+    "  -f, --format F   table (default), json or csv\n"
+    "\n"
+    "examples:\n"
+    "  htamerge sql run.db 'SELECT rank, idle_pct FROM v_temporal'\n"
+    "  htamerge sql run.db 'SELECT * FROM v_stragglers' --format csv > stragglers.csv\n"
+    "  htamerge sql run.db \"SELECT name FROM sqlite_schema WHERE type = 'view'\"\n";
 
 int cli_sql(int argc, char **argv)
 {
@@ -257,7 +250,7 @@ int cli_sql(int argc, char **argv)
         cJSON_Delete(doc);
         doc = table;
     }
-    qry_report_render(doc, fmt, fmt == QRY_FORMAT_TABLE && isatty(1), stdout);
+    qry_report_render(doc, fmt, fmt == QRY_FORMAT_TABLE && color_wanted(), stdout);
     cJSON_Delete(doc);
     return CLI_EXIT_OK;
 }

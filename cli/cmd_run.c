@@ -3,6 +3,7 @@
  * Without mpirun it is one rank. The loop below is the only place that
  * knows both the collector and the merger. */
 #include <errno.h>
+#include <sched.h>
 #include <getopt.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -24,7 +25,7 @@
 #include "merger/live.h"
 
 static const char run_help[] =
-    "usage: [mpirun -n N] htamerge [-o FILE.db] [--sync-interval S] [--keep-traces]\n"
+    "usage: [mpirun -n N] htamerge [-o FILE.db] [--capture LIST] [--sync-interval S] [--keep-traces]\n"
     "                              [--] PROGRAM [ARGS...]\n"
     "\n"
     "Runs PROGRAM on every MPI rank (PROGRAM.py runs under python3, or\n"
@@ -37,6 +38,13 @@ static const char run_help[] =
     "\n"
     "options:\n"
     "  -o, --output FILE.db     default htamerge-YYYYmmdd-HHMMSS.db\n"
+    "      --capture LIST       sources, comma-separated: kineto (torch.profiler files in\n"
+    "                           HTAMERGE_TRACE_DIR), cupti (kernels, copies, launches),\n"
+    "                           cupti-sync (cupti plus synchronization records; ~5 % more\n"
+    "                           overhead), nvtx (ranges, marks), nccl (NCCL profiler\n"
+    "                           plugin); also all, or none (default: all that are\n"
+    "                           available, without cupti-sync). Without cupti,\n"
+    "                           torch.profiler keeps CUPTI (one client on CUDA 13)\n"
     "      --sync-interval S    seconds between clock-sync rounds (default 10; 0: start and end)\n"
     "      --keep-traces        keep the per-rank trace folders (printed at the end)\n"
     "      --serve ADDR:PORT    rank 0 serves the file (htamerge serve) while the job runs\n"
@@ -51,11 +59,18 @@ static const char run_help[] =
     "  mpirun -n 4 htamerge -o run.db htamerge-synth --steps 8 --straggler 2:20\n"
     "  htamerge report run.db clocks\n";
 
+enum {
+    RUN_CAP_KINETO = 1, RUN_CAP_CUPTI = 2, RUN_CAP_NVTX = 4, RUN_CAP_NCCL = 8, RUN_CAP_CUPTI_SYNC = 16,
+    RUN_CAP_LIVE = RUN_CAP_CUPTI | RUN_CAP_NVTX | RUN_CAP_NCCL,
+    RUN_CAP_ALL = RUN_CAP_KINETO | RUN_CAP_LIVE,
+};
+
 struct run_opts {
     const char *output;
     double sync_interval_s;
     int keep_traces;
     const char *serve;      /* --serve ADDR:PORT, NULL = none */
+    unsigned capture;       /* RUN_CAP_* bits */
     char **argv;            /* PROGRAM ARGS... (borrowed from main's argv) */
 };
 
@@ -67,17 +82,61 @@ struct run_plan {
     char trace_root[PATH_MAX];
 };
 
+/* "kineto,nvtx" -> bits; -1 (with the message printed) on an unknown name. */
+static int parse_capture(const char *list, unsigned *out)
+{
+    static const struct { const char *name; unsigned bits; } names[] = {
+        {"kineto", RUN_CAP_KINETO}, {"cupti", RUN_CAP_CUPTI}, {"nvtx", RUN_CAP_NVTX},
+        {"nccl", RUN_CAP_NCCL},     {"cupti-sync", RUN_CAP_CUPTI | RUN_CAP_CUPTI_SYNC},
+        {"all", RUN_CAP_ALL},       {"none", 0}};
+    const char *p = list;
+
+    *out = 0;
+    while (*p) {
+        size_t n = strcspn(p, ","), i;
+        for (i = 0; i < sizeof names / sizeof names[0]; i++)
+            if (strlen(names[i].name) == n && !strncmp(p, names[i].name, n))
+                break;
+        if (i == sizeof names / sizeof names[0]) {
+            cli_error("--capture: unknown source '%.*s' (known: kineto, cupti, cupti-sync, nvtx, nccl, "
+                      "all, none)",
+                      (int)n, p);
+            return -1;
+        }
+        *out |= names[i].bits;
+        p += n + (p[n] == ',');
+    }
+    return 0;
+}
+
+/* Tells the injection library which live sources to run (the flag wins
+ * over an inherited HTAMERGE_CAPTURE, since the user just typed it). */
+static void export_capture(unsigned cap)
+{
+    char list[48] = "";
+    if (cap & RUN_CAP_CUPTI)
+        strcat(list, cap & RUN_CAP_CUPTI_SYNC ? "cupti,cupti-sync," : "cupti,");
+    if (cap & RUN_CAP_NVTX)
+        strcat(list, "nvtx,");
+    if (cap & RUN_CAP_NCCL)
+        strcat(list, "nccl,");
+    if (list[0])
+        list[strlen(list) - 1] = '\0';
+    setenv("HTAMERGE_CAPTURE", list, 1);
+}
+
 static int parse_run_opts(int argc, char **argv, struct run_opts *o)
 {
     static const struct option longopts[] = {
         {"output", required_argument, 0, 'o'}, {"sync-interval", required_argument, 0, 'S'},
         {"keep-traces", no_argument, 0, 'K'},  {"help", no_argument, 0, 'h'},
-        {"serve", required_argument, 0, 'V'},
+        {"serve", required_argument, 0, 'V'}, {"capture", required_argument, 0, 'C'},
         {0, 0, 0, 0}};
     static char defname[64];
     int c;
 
     o->sync_interval_s = 10;
+    o->capture = RUN_CAP_ALL;
     optind = 1;
     /* "+": stop at PROGRAM, so its own options stay its own. */
     while ((c = getopt_long(argc, argv, "+o:h", longopts, NULL)) != -1) {
@@ -86,6 +145,11 @@ static int parse_run_opts(int argc, char **argv, struct run_opts *o)
         case 'S': o->sync_interval_s = atof(optarg); break;
         case 'K': o->keep_traces = 1; break;
         case 'V': o->serve = optarg; break;
+        case 'C':
+            if (parse_capture(optarg, &o->capture) != 0)
+                return -1;
+            export_capture(o->capture);
+            break;
         case 'h': fputs(run_help, stdout); return 1;
         default: fputs(run_help, stderr); return -1;
         }
@@ -216,8 +280,9 @@ static int start_rank(struct loop *L, const struct run_opts *o, const struct run
     gethostname(host, sizeof host - 1);
     if (hm_ring_format_name(ring, sizeof ring, jobid ? jobid + 1 : "job", L->rank) == 0)
         co.ring_name = ring;
-    if (find_inject_lib(inject, sizeof inject) == 0)
+    if ((o->capture & RUN_CAP_LIVE) && find_inject_lib(inject, sizeof inject) == 0)
         co.inject_lib = inject;
+    co.skip_traces = !(o->capture & RUN_CAP_KINETO);
     struct hm_err err;
     char line[1400];
 
@@ -272,6 +337,21 @@ static void wait_server(pid_t pid)
         ;
 }
 
+/* mpirun binds each rank to one core by default when it has few ranks: the
+ * training program, its CUDA/NCCL threads and this collector then share
+ * that core, which slowed a 2-GPU DDP step about 2x on the H200 (one rank
+ * is enough to say it: they are all launched alike). */
+static void warn_if_bound_to_one_cpu(void)
+{
+    cpu_set_t set;
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) == 1 && online > 1)
+        fprintf(stderr, "htamerge: warning: this rank is bound to one CPU (mpirun's --bind-to core); "
+                        "the program, its CUDA/NCCL threads and htamerge share it and run slower. "
+                        "Use mpirun --bind-to none, or --map-by slot:PE=N\n");
+}
+
 /* HTAMERGE_STATS=1: the collector's own CPU time (not its child's), for
  * the overhead benchmark. */
 static void print_stats(int rank, struct col_rank *col)
@@ -303,15 +383,17 @@ int cli_run(int argc, char **argv)
     if (rc)
         return rc > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
     if (hm_clockhook_load(&hook) != 0) {
-        cli_error("malformed HTAMERGE_CLOCK_SKEW_NS or HTAMERGE_CLOCK_DRIFT_PPM");
+        cli_error("malformed HTAMERGE_CLOCK_SKEW_NS, _DRIFT_PPM, _JUMP_NS or _JUMP_AFTER_MS");
         return CLI_EXIT_USAGE;
     }
     MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &L.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-    if (L.rank == 0)
+    if (L.rank == 0) {
+        warn_if_bound_to_one_cpu();
         make_plan(&plan, &hook);
+    }
     MPI_Bcast(&plan, sizeof plan, MPI_BYTE, 0, MPI_COMM_WORLD);
     hm_err_clear(&err);
     if (L.rank == 0) {
@@ -360,6 +442,15 @@ int cli_run(int argc, char **argv)
          * in MPI_Finalize for ranks that may be gone. */
         fflush(NULL);
         _exit(128 + L.signal);
+    }
+    if (rc) {
+        /* This rank cannot go on (e.g. the disk is full): its peers would
+         * wait in MPI_Finalize for it, or for rank 0's goodbye, forever.
+         * What rank 0 could write is written; end the job. */
+        if (server > 0)
+            kill(server, SIGTERM);
+        fflush(NULL);
+        MPI_Abort(MPI_COMM_WORLD, CLI_EXIT_FAIL);
     }
     MPI_Comm_free(&node);
     MPI_Finalize();

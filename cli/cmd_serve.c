@@ -23,13 +23,23 @@ static const char serve_help[] =
     "                          address. Also read from HTAMERGE_TOKEN.\n"
     "      --timeout S         drop connections idle for S seconds (default 30)\n"
     "\n"
+    "Web files come from $HTAMERGE_WEB_DIR when set, else from\n"
+    "share/htamerge/web_static beside an installed binary (<bin>/../share/...)\n"
+    "when that folder exists, so a site may customise the viewer; any file not\n"
+    "there comes from the copy built into the binary. No file outside that\n"
+    "folder is served (symlinks out of it, dot files and \"..\" are refused).\n"
+    "\n"
     "Stops on Ctrl-C (SIGINT) or SIGTERM.\n"
     "exit status: 0 stopped by a signal, 1 cannot serve (file, address in use),\n"
     "2 bad command line or a non-loopback address without a token.\n"
     "\n"
     "examples:\n"
     "  htamerge serve run.db                       # then open http://127.0.0.1:8080\n"
-    "  htamerge serve run.db --listen 0.0.0.0:8080 --token \"$(openssl rand -hex 16)\"\n";
+    "  htamerge serve run.db --listen 127.0.0.1:0  # a free port, printed on stderr\n"
+    "  htamerge serve run.db --listen 0.0.0.0:8080 --token \"$(openssl rand -hex 16)\"\n"
+    "  ssh -L 8080:127.0.0.1:8080 cluster-login    # view a server on a remote node\n"
+    "  curl -s http://127.0.0.1:8080/api/report/stragglers\n"
+    "  curl -s --data 'SELECT rank, idle_pct FROM v_temporal' http://127.0.0.1:8080/api/sql\n";
 
 int cli_serve(int argc, char **argv)
 {

@@ -37,6 +37,7 @@ struct col_rank {
     struct hm_clockhook hook;
     struct col_child *child;     /* owned */
     struct col_watch *watch;     /* owned */
+    int skip_traces;             /* trace files are found (to keep the watch drained) but not read */
     struct col_ring *ring;       /* owned; NULL without live capture */
     char **envp;                 /* owned */
     int sigfd;
@@ -142,7 +143,10 @@ static void drain_watch(struct col_rank *c)
 {
     char *path = NULL;
     while (col_watch_next(c->watch, &path) > 0) {
-        queue_path(c, path);
+        if (c->skip_traces)
+            free(path);
+        else
+            queue_path(c, path);
         path = NULL;
     }
 }
@@ -180,6 +184,7 @@ struct col_rank *col_rank_start(const struct col_rank_opts *o, struct hm_err *er
         return NULL;
     }
     c->rank = o->rank;
+    c->skip_traces = o->skip_traces;
     c->sigfd = -1;
     pthread_mutex_init(&c->mu, NULL);
     pthread_cond_init(&c->cv, NULL);

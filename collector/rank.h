@@ -25,6 +25,7 @@ struct col_rank_opts {
     const char *ring_name;     /* shared-memory ring for live capture; NULL: none */
     const char *inject_lib;    /* libhtamerge-inject.so for CUDA/NVTX/NCCL injection, used
                                   with the ring; NULL: none */
+    int skip_traces;           /* --capture without kineto: trace files found are not read */
 };
 
 /* Starts the child and the watcher. Fails (with a message naming PROGRAM)

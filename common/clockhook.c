@@ -15,6 +15,29 @@ static int64_t real_now(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* HTAMERGE_CLOCK_JUMP_NS / _AFTER_MS: a step of the clock at a moment. */
+static int load_jump(struct hm_clockhook *h)
+{
+    const char *jump = getenv("HTAMERGE_CLOCK_JUMP_NS"), *after = getenv("HTAMERGE_CLOCK_JUMP_AFTER_MS");
+    long long after_ms = 1000;
+    char *end;
+
+    if (!jump || !*jump)
+        return 0;
+    errno = 0;
+    h->jump_ns = strtoll(jump, &end, 10);
+    if (errno || *end)
+        return HM_EINVAL;
+    if (after && *after) {
+        after_ms = strtoll(after, &end, 10);
+        if (errno || *end || after_ms < 0 || after_ms > 86400000LL)
+            return HM_EINVAL;
+    }
+    h->jump_at_ns = h->ref_ns + after_ms * 1000000;
+    h->active = 1;
+    return 0;
+}
+
 int hm_clockhook_load(struct hm_clockhook *h)
 {
     const char *skew = getenv("HTAMERGE_CLOCK_SKEW_NS"), *drift = getenv("HTAMERGE_CLOCK_DRIFT_PPM");
@@ -23,6 +46,7 @@ int hm_clockhook_load(struct hm_clockhook *h)
     h->active = 0;
     h->skew_ns = 0;
     h->drift_ppm = 0;
+    h->jump_ns = h->jump_at_ns = 0;
     h->ref_ns = real_now();
     if (skew && *skew) {
         errno = 0;
@@ -37,14 +61,15 @@ int hm_clockhook_load(struct hm_clockhook *h)
             return HM_EINVAL;
         h->active = 1;
     }
-    return 0;
+    return load_jump(h);
 }
 
 int64_t hm_clockhook_apply(const struct hm_clockhook *h, int64_t t)
 {
     if (!h || !h->active)
         return t;
-    return t + h->skew_ns + (int64_t)llround(h->drift_ppm * 1e-6 * (double)(t - h->ref_ns));
+    return t + h->skew_ns + (int64_t)llround(h->drift_ppm * 1e-6 * (double)(t - h->ref_ns)) +
+           (h->jump_ns && t >= h->jump_at_ns ? h->jump_ns : 0);
 }
 
 int64_t hm_clock_now(const struct hm_clockhook *h)

@@ -458,3 +458,21 @@ int mrg_cross_rank_finish(struct mrg_writer *w, const struct mrg_cross_rank_opts
         hm_err_prefix(err, "cross-rank analysis");
     return rc;
 }
+
+/* Members before their instances and stitched ranges, in case a reader
+ * adds foreign keys later. */
+int mrg_cross_rank_clear(struct mrg_writer *w, struct hm_err *err)
+{
+    static const char *const tables[] = {"collective_instance_ranks", "collective_instances",
+                                         "clock_checks", "straggler_verdicts",
+                                         "nvtx_stitched_ranks", "nvtx_stitched", "step_breakdown"};
+    char sql[64];
+
+    for (size_t i = 0; i < sizeof tables / sizeof *tables; i++) {
+        snprintf(sql, sizeof sql, "DELETE FROM %s", tables[i]);
+        if (sqlite3_exec(mrg_writer_db(w), sql, NULL, NULL, NULL) != SQLITE_OK)
+            return hm_err_set(err, HM_ESQL, NULL, -1, "clearing %s: %s", tables[i],
+                              sqlite3_errmsg(mrg_writer_db(w)));
+    }
+    return 0;
+}

@@ -22,4 +22,8 @@ struct mrg_cross_rank_opts {
 int mrg_cross_rank_finish(struct mrg_writer *w, const struct mrg_cross_rank_opts *opts,
                           struct hm_err *err);
 
+/* Empties the tables mrg_cross_rank_finish fills, so that it can run
+ * again on a reopened database (mrg_writer_reopen). 0 or HM_ESQL. */
+int mrg_cross_rank_clear(struct mrg_writer *w, struct hm_err *err);
+
 #endif

@@ -48,6 +48,7 @@ struct mrg_live {
     uint64_t rows;             /* records written */
     uint8_t *buf;              /* receive buffer, owned */
     size_t cap;
+    long test_delay_us;        /* TEST ONLY: HTAMERGE_TEST_MERGER_DELAY_US, see write_batch */
 };
 
 static int mpi_fail(struct hm_err *err, const char *what, int rc)
@@ -77,6 +78,10 @@ struct mrg_live *mrg_live_start(const struct mrg_live_opts *opts, struct hm_err 
         goto fail;
     }
     m->hook = *opts->hook;
+    /* TEST ONLY: a merger this much slower per batch, for the back-pressure
+     * fault test (tests/integration/test_fault_backpressure.sh). */
+    if (getenv("HTAMERGE_TEST_MERGER_DELAY_US"))
+        m->test_delay_us = atol(getenv("HTAMERGE_TEST_MERGER_DELAY_US"));
     m->w = mrg_writer_open_live(opts->output, err);
     if (!m->w)
         goto fail;
@@ -161,6 +166,8 @@ static int periodic_sync(struct mrg_live *m, struct hm_err *err)
 static int write_batch(struct mrg_live *m, struct hm_batch *b, struct hm_err *err)
 {
     int64_t t0 = hm_mono_ns();
+    if (m->test_delay_us > 0)
+        usleep((useconds_t)m->test_delay_us); /* TEST ONLY, see mrg_live_start */
     int rc = mrg_writer_add_batch(m->w, b, err);
     m->write_ns += hm_mono_ns() - t0;
     m->rows += b->slices.n + b->collectives.n + b->counters.n + b->steps.n;

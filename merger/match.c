@@ -9,7 +9,10 @@
  *      row on its thread (it is then that op's inner range);
  *   5. a CPU-timed call that launched communication kernels (a kernel of
  *      class COMMUNICATION whose launch lies inside it on its thread) is
- *      timed by those kernels.
+ *      timed by those kernels;
+ *   6. an unkeyed call so timed that shares its kernels with a keyed call of
+ *      the same op is that call seen twice (torch.profiler's CPU op and the
+ *      NCCL plugin's event of one all-reduce): the keyed one stays.
  * Then across ranks: equal keys form one instance; unkeyed calls are
  * numbered within (pg, op, size, step) on each rank by enter time and the
  * k-th calls of every rank form one instance. A second pass numbers the
@@ -42,6 +45,8 @@ void xr_op_normalise(const char *in, char *out, size_t cap)
 
     if (!strncmp(in, "c10d::", 6))
         in += 6;
+    else if (!strncmp(in, "nccl:", 5))   /* the NCCL plugin's "nccl:AllReduce" */
+        in += 5;
     for (; *in && n + 1 < cap; in++)
         if (*in != '_')
             out[n++] = (char)tolower((unsigned char)*in);
@@ -253,9 +258,51 @@ static void project_to_kernels(struct xr_ctx *x, struct xr_coll *c)
     }
 }
 
-/* Unkeyed rows of one rank: rules 2-5 of the file comment. */
-static int unkeyed_calls(struct xr_ctx *x, struct row *v, size_t n)
+/* A keyed GPU-timed call of the rank being grouped (rule 6). */
+struct keyed_span {
+    int64_t enter, exit, op;
+};
+
+static int cmp_span(const void *pa, const void *pb)
 {
+    const struct keyed_span *a = pa, *b = pb;
+    return a->enter < b->enter ? -1 : a->enter > b->enter;
+}
+
+/* Rule 6: is c (GPU-timed, unkeyed) the same call as one of the rank's
+ * keyed GPU-timed calls, by[0, n) sorted by enter? Keyed calls of one
+ * stream do not overlap, so the candidates are the last few entering
+ * before c ends. */
+static int is_keyed_twin(const struct xr_coll *c, const struct keyed_span *by, size_t n)
+{
+    size_t lo = 0, hi = n;
+
+    while (lo < hi) {   /* first keyed call entering after c exits */
+        size_t mid = lo + (hi - lo) / 2;
+        if (by[mid].enter <= c->exit)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (size_t k = lo; k-- > 0 && lo - k <= 8;)
+        if (by[k].op == c->op && by[k].exit >= c->enter)
+            return 1;
+    return 0;
+}
+
+/* Unkeyed rows of one rank: rules 2-6 of the file comment. The rank's
+ * keyed calls are x->coll.v[first, x->coll.n) on entry. */
+static int unkeyed_calls(struct xr_ctx *x, struct row *v, size_t n, size_t first)
+{
+    size_t nk = 0;
+    struct keyed_span *by = malloc((x->coll.n - first + 1) * sizeof *by);
+
+    if (!by)
+        return HM_ENOMEM;
+    for (size_t i = first; i < x->coll.n; i++)
+        if (x->coll.v[i].src == XR_SRC_GPU)
+            by[nk++] = (struct keyed_span){x->coll.v[i].enter, x->coll.v[i].exit, x->coll.v[i].op};
+    xr_sort(by, nk, sizeof *by, cmp_span);
     for (size_t i = 0; i < n; i++) {
         struct row *r = &v[i];
         struct xr_coll *c;
@@ -265,18 +312,24 @@ static int unkeyed_calls(struct xr_ctx *x, struct row *v, size_t n)
             continue;
         if (r->src == XR_SRC_ANNOT && cpu_overlaps(v, n, r->track, r->enter, r->exit))
             continue;
-        if (!(c = push_coll(x, r, XR_KEY_ORDER)))
+        if (!(c = push_coll(x, r, XR_KEY_ORDER))) {
+            free(by);
             return HM_ENOMEM;
+        }
         if (c->src != XR_SRC_GPU && x->ranks && c->rank < x->nranks)
             project_to_kernels(x, c);
+        if (r->src != XR_SRC_GPU && c->src == XR_SRC_GPU && is_keyed_twin(c, by, nk))
+            x->coll.n--;
     }
+    free(by);
     return 0;
 }
 
 static int rank_calls(struct xr_ctx *x, struct row *v, size_t n)
 {
+    size_t first = x->coll.n;
     int rc = keyed_calls(x, v, n);
-    return rc ? rc : unkeyed_calls(x, v, n);
+    return rc ? rc : unkeyed_calls(x, v, n, first);
 }
 
 int xr_match_collect(struct xr_ctx *x, struct hm_err *err)

@@ -161,8 +161,11 @@ static int store_group(struct xr_ctx *x, sqlite3_stmt *sg, sqlite3_stmt *sm, con
     sqlite3_bind_int64(sg, 13, gops);
     rc = sqlite3_step(sg);
     sqlite3_reset(sg);
+    /* Taken once: after the first member row, last_insert_rowid is that
+     * row's rowid in nvtx_stitched_ranks, no longer the range's id. */
+    int64_t id = sqlite3_last_insert_rowid(x->db);
     for (size_t i = 0; rc == SQLITE_DONE && i < n; i++) {
-        sqlite3_bind_int64(sm, 1, sqlite3_last_insert_rowid(x->db));
+        sqlite3_bind_int64(sm, 1, id);
         sqlite3_bind_int(sm, 2, g[i].rank);
         sqlite3_bind_int64(sm, 3, g[i].slice);
         sqlite3_bind_int64(sm, 4, g[i].ts);

@@ -188,6 +188,7 @@ struct mrg_writer {
     int64_t page_size;
     int failed;                      /* 1 after a failed call */
     int live;                        /* written in place, WAL, committed as it goes */
+    int reopened;                    /* mrg_writer_reopen: an existing file, analyses only */
     uint32_t strings_written;        /* ids below this are rows of `strings` */
     int oom;                         /* a string could not be interned */
     struct mrg_writer_stats stats;
@@ -375,6 +376,10 @@ static int check_rank(struct mrg_writer *w, int rank, struct hm_err *err)
 
     if (w->failed)
         return fail(w, err, HM_EINVAL, rank, "the writer failed earlier");
+    /* A reopened file's ranks live only in its rows, not in w->ranks, so
+     * adding to them here would write rows that clobber the stored ones. */
+    if (w->reopened)
+        return fail(w, err, HM_EINVAL, rank, "a reopened database takes analyses only");
     if (rank < 0 || rank >= RANK_MAX) {
         snprintf(msg, sizeof msg, "rank %d out of range [0, %d)", rank, RANK_MAX);
         return fail(w, err, HM_EINVAL, rank, msg);
@@ -1086,7 +1091,16 @@ static int write_files(struct mrg_writer *w, int rank, const struct rank_state *
  * which are written once, at the end. */
 static int write_dimensions_part(struct mrg_writer *w, int files, struct hm_err *err)
 {
-    int rc = write_strings(w, err);
+    int rc;
+
+    /* A reopened file's dimension rows are already stored and w knows none
+     * of them (its strings, ranks and tracks start empty): writing w's
+     * state would replace rows with blanks. This also drops the clock
+     * summaries a re-analysis passes to _update_clock: the data keeps the
+     * clocks it was aligned with. */
+    if (w->reopened)
+        return 0;
+    rc = write_strings(w, err);
 
     for (int rank = 0; rank < w->nranks && rc == 0; rank++) {
         const struct rank_state *r = &w->ranks[rank];
@@ -1212,19 +1226,29 @@ static int prepare_slice_insert(struct mrg_writer *w, int rows, sqlite3_stmt **s
     return sqlite3_prepare_v3(w->db, sql, (int)n, SQLITE_PREPARE_PERSISTENT, st, NULL);
 }
 
+/* The statements of stmt_sql and the slice inserts. */
+static int prepare_statements(struct mrg_writer *w, struct hm_err *err)
+{
+    int rc = 0;
+
+    if (prepare_slice_insert(w, 1, &w->st[ST_SLICE]) != SQLITE_OK ||
+        prepare_slice_insert(w, SLICE_ROWS, &w->st[ST_SLICES]) != SQLITE_OK)
+        rc = fail_sql(w, err, "preparing statements");
+    for (int i = 0; i < ST__COUNT && rc == 0; i++)
+        if (stmt_sql[i] && sqlite3_prepare_v3(w->db, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT,
+                                              &w->st[i], NULL) != SQLITE_OK)
+            rc = fail_sql(w, err, "preparing statements");
+    return rc;
+}
+
 static int open_schema(struct mrg_writer *w, struct hm_err *err)
 {
     int rc = exec(w, "BEGIN", err, "starting the load");
 
     if (rc == 0)
         rc = exec(w, hm_sql_schema, err, "creating the schema");
-    if (rc == 0 && (prepare_slice_insert(w, 1, &w->st[ST_SLICE]) != SQLITE_OK ||
-                    prepare_slice_insert(w, SLICE_ROWS, &w->st[ST_SLICES]) != SQLITE_OK))
-        rc = fail_sql(w, err, "preparing statements");
-    for (int i = 0; i < ST__COUNT && rc == 0; i++)
-        if (stmt_sql[i] && sqlite3_prepare_v3(w->db, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT,
-                                              &w->st[i], NULL) != SQLITE_OK)
-            rc = fail_sql(w, err, "preparing statements");
+    if (rc == 0)
+        rc = prepare_statements(w, err);
     for (int c = 0; c < HM_CAT__COUNT && rc == 0; c++) {
         sqlite3_bind_int(w->st[ST_CATEGORY], 1, c);
         sqlite3_bind_text(w->st[ST_CATEGORY], 2, hm_cat_name((enum hm_cat)c), -1, SQLITE_STATIC);
@@ -1416,6 +1440,87 @@ int mrg_writer_close_live(struct mrg_writer *w, struct hm_err *err)
     return rc;
 }
 
+/* --- Reopening a finished file (re-analysis) ------------------------------ */
+
+/* Checks that the file is an htamerge database; its views are dropped so
+ * that _finish recreates them (views.sql has no IF NOT EXISTS, and a newer
+ * htamerge brings newer views). The first read is where SQLite notices a
+ * file that is not a database at all. */
+static int reopen_check(struct mrg_writer *w, struct hm_err *err)
+{
+    sqlite3_stmt *st = NULL;
+    char *drops = NULL;
+    int rc, found = 0;
+
+    if (sqlite3_prepare_v2(w->db, "SELECT value FROM meta WHERE key = 'schema_version'", -1, &st,
+                           NULL) != SQLITE_OK) {
+        rc = hm_err_set(err, HM_EFORMAT, w->final_path, -1, "not an htamerge database: %s",
+                        sqlite3_errmsg(w->db));
+        w->failed = 1;
+        return rc;
+    }
+    found = sqlite3_step(st) == SQLITE_ROW;
+    sqlite3_finalize(st);
+    if (!found) {
+        w->failed = 1;
+        return hm_err_set(err, HM_EFORMAT, w->final_path, -1,
+                          "not an htamerge database: meta has no schema_version");
+    }
+    if (sqlite3_prepare_v2(w->db,
+                           "SELECT group_concat('DROP VIEW \"' || name || '\"', ';') FROM sqlite_master "
+                           "WHERE type = 'view'", -1, &st, NULL) != SQLITE_OK)
+        return fail_sql(w, err, "listing views");
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+        drops = strdup((const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    rc = drops ? exec(w, drops, err, "dropping views") : 0;
+    free(drops);
+    return rc;
+}
+
+struct mrg_writer *mrg_writer_reopen(const char *path, struct hm_err *err)
+{
+    struct mrg_writer *w = calloc(1, sizeof *w);
+    int rc;
+
+    if (!w || !path || !*path || strlen(path) > PATH_MAX) {
+        free(w);
+        hm_err_set(err, w ? HM_EINVAL : HM_ENOMEM, path, -1, "invalid database path");
+        return NULL;
+    }
+    /* In place like a live file: _finish neither renames nor publishes,
+     * and _abort keeps the file (its transaction rolls back on close). */
+    w->live = 1;
+    w->reopened = 1;
+    w->final_path = strdup(path);
+    w->tmp_path = strdup(path);
+    w->strings = hm_strtab_new();
+    w->page_size = PAGE_SIZE_BYTES;
+    if (!w->final_path || !w->tmp_path || !w->strings) {
+        hm_err_set(err, HM_ENOMEM, path, -1, "out of memory");
+        goto fail;
+    }
+    rc = sqlite3_open_v2(path, &w->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+    if (rc != SQLITE_OK) {
+        int e = w->db ? sqlite3_system_errno(w->db) : 0;
+        hm_err_set(err, HM_EIO, path, -1, "cannot open: %s%s%s",
+                   w->db ? sqlite3_errmsg(w->db) : sqlite3_errstr(rc), e ? ": " : "",
+                   e ? strerror(e) : "");
+        goto fail;
+    }
+    /* Not the load's journal_mode OFF: a failed re-analysis must roll back
+     * to the file as it was, which only a journal can do. */
+    if (exec(w, "PRAGMA cache_size = -262144", err, "setting up the database") ||
+        exec(w, "BEGIN IMMEDIATE", err, "starting the re-analysis") || reopen_check(w, err) ||
+        prepare_statements(w, err))
+        goto fail;
+    return w;
+fail:
+    close_db(w);
+    writer_free(w);
+    return NULL;
+}
+
 /* The clock models of a realign pass, by rank and by track. */
 int mrg_writer_flush(struct mrg_writer *w, struct hm_err *err)
 {
@@ -1482,6 +1587,10 @@ int mrg_writer_realign_all(struct mrg_writer *w, const struct mrg_realign_rank *
         any |= ranks[r].offset_at != NULL;
     if (!any)
         return 0;
+    /* Re-timing stored data twice would compound the fits (and w knows
+     * none of a reopened file's tracks): re-analyse with no_refine. */
+    if (w->reopened)
+        return fail(w, err, HM_EINVAL, -1, "a reopened database cannot be re-timed");
     rc = write_dimensions_part(w, 0, err);
     if (rc)
         return rc;

@@ -41,6 +41,18 @@ int mrg_writer_finish(struct mrg_writer *w, struct hm_err *err);
  * HM_EINVAL, and the caller should _abort (or _finish, which cleans up). */
 void mrg_writer_abort(struct mrg_writer *w);
 
+/* Opens the existing htamerge database PATH in place, read-write, to run
+ * the cross-rank analyses again (e.g. after a fix in merger/match.c): one
+ * transaction, so _abort (or a crash) leaves the file as it was, and
+ * _finish commits and rebuilds the indexes and views (the old views are
+ * dropped here). Analyses only: _set_clock, _set_rank_complete, _add_batch
+ * and _add_analysis are refused (HM_EINVAL), _update_clock leaves the
+ * stored clocks as they are, and _realign_all is refused, so the caller
+ * runs the analyses with live = 1 or no_refine = 1. Empty the derived
+ * tables first (mrg_cross_rank_clear). NULL with err filled (HM_EIO: cannot
+ * open; HM_EFORMAT: not an htamerge database). */
+struct mrg_writer *mrg_writer_reopen(const char *path, struct hm_err *err);
+
 /* --- Ranks ------------------------------------------------------------- */
 
 /* Sets how rank's raw trace-clock ns map to the aligned clock:

@@ -275,6 +275,18 @@ static int api_timeline(struct qry_dbh *h, struct qry_call *c)
     return 0;
 }
 
+/* How many of the two stitched NVTX tables the file has. */
+static int64_t q_has_nvtx(sqlite3 *db)
+{
+    sqlite3_stmt *st = NULL;
+    int64_t n = 0;
+
+    if (sqlite3_prepare_v2(db, hm_sql_timeline_nvtx_has, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+        n = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return n;
+}
+
 static int64_t origin_of(struct qry_dbh *h, struct qry_call *c, bool *ok)
 {
     int64_t origin = 0, end;
@@ -402,6 +414,55 @@ static int api_collective(struct qry_dbh *h, struct qry_call *c, const char *ids
     return reply_doc(c, doc);
 }
 
+/* /api/nvtx/{id}: one stitched NVTX range (nvtx_stitched row id) on every
+ * rank, what the timeline shows when its NVTX row is clicked:
+ * {"id","name","path","step","occurrence","ranks","skew_ns","late_rank",
+ *  "gpu_ns","gpu_ops","members":[{"rank","slice","enter_ns","exit_ns",
+ *  "dur_ns","lag_ns","gpu_ns","gpu_ops"},..]}; times relative to the
+ * timeline's origin, lag_ns after the first rank's enter. */
+static int api_nvtx(struct qry_dbh *h, struct qry_call *c, const char *ids)
+{
+    static const char *const top[] = {"id", "name", "path", "step", "occurrence", "ranks",
+                                      "skew_ns", "late_rank", "gpu_ns", "gpu_ops"};
+    static const char *const rename[][2] = {{"rank_gpu_ns", "gpu_ns"}, {"rank_gpu_ops", "gpu_ops"}};
+    int64_t args[2] = {0, 0};
+    struct hm_err err;
+    cJSON *rows, *doc, *m;
+    bool ok;
+
+    hm_err_clear(&err);
+    if (qry_param_i64(ids, 1, INT64_MAX, &args[0]))
+        return reply_error(c, 400, "bad stitched NVTX range id '%.40s'", ids);
+    args[1] = origin_of(h, c, &ok);
+    if (!ok)
+        return -1;
+    if (q_has_nvtx(h->db) < 2)
+        return reply_error(c, 404, "this file has no stitched NVTX ranges");
+    if (!(rows = qry_rows(h->db, hm_sql_timeline_nvtx_range, args, 2, &err)))
+        return reply_error(c, 500, "%s", err.msg);
+    if (!rows->child) {
+        cJSON_Delete(rows);
+        return reply_error(c, 404, "no stitched NVTX range %lld", (long long)args[0]);
+    }
+    doc = cJSON_CreateObject();
+    for (size_t i = 0; i < sizeof top / sizeof *top; i++)
+        cJSON_AddItemToObject(doc, top[i], cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(rows->child, top[i]), 1));
+    cJSON_ArrayForEach(m, rows) {
+        for (size_t i = 0; i < sizeof top / sizeof *top; i++)
+            if (strcmp(top[i], "id") != 0)
+                cJSON_DeleteItemFromObjectCaseSensitive(m, top[i]);
+        cJSON_DeleteItemFromObjectCaseSensitive(m, "id");
+        for (size_t i = 0; i < 2; i++) {
+            cJSON *v = cJSON_DetachItemFromObjectCaseSensitive(m, rename[i][0]);
+            if (v)
+                cJSON_AddItemToObject(m, rename[i][1], v);
+        }
+    }
+    cJSON_AddItemToObject(doc, "members", rows);
+    c->cacheable = true;
+    return reply_doc(c, doc);
+}
+
 /* POST /api/sql: the body is the SQL text, or {"sql": "..."}. */
 static int api_sql(struct qry_dbh *h, struct qry_call *c)
 {
@@ -455,6 +516,8 @@ void qry_api_dispatch(struct qry_dbh *h, struct qry_call *c)
         api_slice(h, c, p + 6);
     else if (!strncmp(p, "collective/", 11))
         api_collective(h, c, p + 11);
+    else if (!strncmp(p, "nvtx/", 5))
+        api_nvtx(h, c, p + 5);
     else
         reply_error(c, 404, "no such endpoint %.100s", c->path);
 }

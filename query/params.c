@@ -138,9 +138,10 @@ int qry_listen_parse(const char *s, char *host, size_t hostlen, int *port)
         colon = strrchr(s, ':');
         if (colon && strchr(s, ':') != colon)
             return -1;   /* a bare v6 address: ask for brackets */
-        if (colon == s)
-            snprintf(host, hostlen, "127.0.0.1");
-        else if (copy_host(host, hostlen, s, colon ? (size_t)(colon - s) : strlen(s)))
+        /* ":PORT" keeps the loopback default, refused like any host that
+         * does not fit (it was cut short silently: "127.0" for hostlen 6). */
+        if (copy_host(host, hostlen, colon == s ? "127.0.0.1" : s,
+                      colon == s ? 9 : colon ? (size_t)(colon - s) : strlen(s)))
             return -1;
     }
     if (colon) {

@@ -1,6 +1,6 @@
 /* What the files of the query server share: parameter parsing (params.c),
  * a growing text buffer (params.c), the timeline's level of detail
- * (timeline.c), the embedded web files (static.c), the extra report topics
+ * (timeline.c), the web files (static.c), the extra report topics
  * (verdict.c) and the API handlers (api.c). Callers outside query/ use
  * server.h; tests include this header to reach the pieces one by one. */
 #ifndef HM_QUERY_INT_H
@@ -90,17 +90,26 @@ struct qry_window {
 int qry_timeline(struct qry_lod *lod, const struct qry_window *w, struct qry_buf *out,
                  struct hm_err *err);
 
-/* ---- embedded web files (static.c) ---- */
+/* ---- web files (static.c) ---- */
 
 struct qry_asset {
-    const char *path;          /* "/index.html" */
+    const char *path;          /* "/index.html": static, or borrowed from the caller's path */
     const char *mime;          /* Content-Type */
-    const unsigned char *data; /* static */
+    const unsigned char *data; /* static when embedded; else owned through `owned` */
     size_t len;
+    void *owned;               /* what qry_asset_release frees; NULL for an embedded file */
 };
 
-/* Finds the embedded file of a decoded path ("/" means /index.html). */
+/* Finds the file of a decoded path ("/" means /index.html): on disk in the
+ * folder of qry_asset_dir when it has it, else the embedded copy. A file
+ * from disk must be given back with qry_asset_release. */
 bool qry_asset_find(const char *path, struct qry_asset *out);
+void qry_asset_release(struct qry_asset *a);
+
+/* The on-disk folder web files are read from ($HTAMERGE_WEB_DIR, else
+ * <exe dir>/../share/htamerge/web_static), canonical, into root[len];
+ * false when there is none and only the embedded copy is served. */
+bool qry_asset_dir(char *root, size_t len);
 
 /* ---- report topics beyond report.c's (verdict.c) ---- */
 

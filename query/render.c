@@ -2,7 +2,9 @@
  * A document is an object whose members are scalars (printed as
  * "key: value" lines) or arrays of flat objects (printed as tables whose
  * columns are the first row's keys). Nested objects are flattened one level
- * with "parent.child" keys, which is all the report topics need. */
+ * with "parent.child" keys, which is all the report topics need. On a
+ * terminal (the caller says so) table headers are bold and what needs
+ * attention, a straggler or an incomplete run, is coloured. */
 #include "report.h"
 
 #include <math.h>
@@ -70,9 +72,51 @@ static void render_csv_table(const cJSON *rows, FILE *out)
         }
 }
 
+/* ---- colour (tables on a terminal only) ---- */
+
+#define ANSI_RED "\033[31m"
+#define ANSI_BOLD_RED "\033[1;31m"
+#define ANSI_YELLOW "\033[33m"
+#define ANSI_RESET "\033[0m"
+
+/* The colour of a scalar fact that needs attention, or NULL: a straggler
+ * found, a run that did not complete, ranks or programs that failed,
+ * events that were skipped. */
+static const char *fact_color(const cJSON *m)
+{
+    const char *k = m->string;
+
+    if (!strcmp(k, "straggler") && cJSON_IsNumber(m))
+        return ANSI_BOLD_RED;
+    if (!strcmp(k, "run_status") && cJSON_IsString(m) && strcmp(m->valuestring, "complete") != 0)
+        return ANSI_YELLOW;
+    if ((!strcmp(k, "incomplete_ranks") || !strcmp(k, "failed_programs")) && !cJSON_IsNull(m))
+        return ANSI_RED;
+    if (!strcmp(k, "skipped_events") && cJSON_IsNumber(m) && m->valuedouble > 0)
+        return ANSI_YELLOW;
+    return NULL;
+}
+
+/* The colour of a table row: the straggler's own row (doc.straggler names
+ * it) and a step whose verdict names a straggler. */
+static const char *row_color(const cJSON *row, const cJSON *straggler)
+{
+    const cJSON *r = cJSON_GetObjectItemCaseSensitive(row, "rank");
+    const cJSON *s = cJSON_GetObjectItemCaseSensitive(row, "straggler");
+
+    if (cJSON_IsNumber(straggler) && cJSON_IsNumber(r) && !cJSON_GetObjectItemCaseSensitive(row, "step") &&
+        r->valuedouble == straggler->valuedouble)
+        return ANSI_RED;
+    if (cJSON_IsNumber(s))
+        return ANSI_RED;
+    return NULL;
+}
+
 #define MAX_COLS 32
 
-static void render_text_table(const cJSON *rows, int color, FILE *out)
+/* straggler: the document's straggler member (NULL if none), whose row is
+ * highlighted when color is on. */
+static void render_text_table(const cJSON *rows, int color, const cJSON *straggler, FILE *out)
 {
     const cJSON *first = rows->child, *col, *row;
     size_t width[MAX_COLS] = {0};
@@ -99,12 +143,15 @@ static void render_text_table(const cJSON *rows, int color, FILE *out)
         fprintf(out, numeric[c] ? "%s%*s" : "%s%-*s", c ? "  " : "", (int)width[c], col->string);
     fputs(color ? "\033[0m\n" : "\n", out);
     for (row = rows->child; row; row = row->next) {
+        const char *rc = color ? row_color(row, straggler) : NULL;
+        if (rc)
+            fputs(rc, out);
         for (col = first->child, c = 0; col && c < MAX_COLS; col = col->next, c++) {
             const char *t = cell_text(cJSON_GetObjectItemCaseSensitive(row, col->string), buf, sizeof buf);
             fprintf(out, numeric[c] ? "%s%*.*s" : "%s%-*.*s", c ? "  " : "", (int)width[c],
                     (int)width[c], t);
         }
-        fputc('\n', out);
+        fputs(rc ? ANSI_RESET "\n" : "\n", out);
     }
 }
 
@@ -132,10 +179,12 @@ int qry_report_render(const cJSON *doc, enum qry_format fmt, int color, FILE *ou
                 render_csv_table(m, out);
             } else {
                 fprintf(out, "\n%s%s%s\n", color ? "\033[1;4m" : "", m->string, color ? "\033[0m" : "");
-                render_text_table(m, color, out);
+                render_text_table(m, color, cJSON_GetObjectItemCaseSensitive(doc, "straggler"), out);
             }
         } else if (fmt == QRY_FORMAT_TABLE) {
-            fprintf(out, "%s: %s\n", m->string, cell_text(m, buf, sizeof buf));
+            const char *fc = color ? fact_color(m) : NULL;
+            fprintf(out, "%s: %s%s%s\n", m->string, fc ? fc : "", cell_text(m, buf, sizeof buf),
+                    fc ? ANSI_RESET : "");
         } else {
             fputs("# ", out);
             csv_field(out, m->string);

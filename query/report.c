@@ -2,6 +2,7 @@
  * The shapes are the contract of ARCHITECTURE.md ("report --format json"):
  * times in microseconds as HTA prints them, one array per topic. */
 #include "report.h"
+#include "straggler_hta.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -211,6 +212,8 @@ int qry_report_build(sqlite3 *db, const struct qry_report_opts *o, cJSON **out, 
             rc = add_rows(db, o, hm_sql_report_step_breakdown, doc, "breakdown", err);
     } else if (!strcmp(t, "clocks")) {
         rc = add_rows(db, o, hm_sql_report_clocks, doc, "ranks", err);
+    } else if (!strcmp(t, "stragglers") && o->method && !strcmp(o->method, "hta")) {
+        rc = qry_stragglers_hta(db, o, doc, err);
     } else if (!strcmp(t, "stragglers")) {
         rc = add_verdict(db, doc, err);
         if (rc == 0)

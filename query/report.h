@@ -25,6 +25,8 @@ struct qry_report_opts {
     const int64_t *steps;    /* only these ProfilerStep numbers; NULL = all */
     int nsteps;
     int top_kernels;         /* kernels per rank in the kernels topic (0 = 10) */
+    const char *method;      /* stragglers: NULL or "scalasca" (default), "hta" */
+    int candidates;          /* stragglers --method hta: ranks to name (0 = 2) */
 };
 
 /* Topics known to report, NULL-terminated. */

@@ -4,12 +4,13 @@
  *   no backslash) -> Host header (loopback without token: only loopback
  *   names, against DNS rebinding) -> query string parsed (malformed: 400)
  *   -> /api/: token (if any), file refreshed, cache by (version, URI), else
- *   api.c -> or a file embedded from web_static (static.c).
+ *   api.c -> or a web file (static.c: on disk when installed, else embedded).
  * evhttp enforces the header and body size limits (413 for big bodies) and
  * the idle timeout. One thread; each request runs to completion. */
 #include "server.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -253,8 +254,9 @@ static void serve_static(struct evhttp_request *req, const char *path)
         add_common_headers(req, a.mime);
         evhttp_add_header(evhttp_request_get_output_headers(req), "Cache-Control", "no-cache");
         buf = evbuffer_new();
-        if (buf)
-            evbuffer_add_reference(buf, a.data, a.len, NULL, NULL);
+        if (buf)   /* a copy: a file read from disk is freed right here */
+            evbuffer_add(buf, a.data, a.len);
+        qry_asset_release(&a);
         evhttp_send_reply(req, 200, "OK", buf);
         evbuffer_free(buf);
     }
@@ -366,6 +368,7 @@ int qry_serve(const struct qry_serve_opts *o, struct hm_err *err)
 {
     struct srv s = {.o = o, .log = o->log ? o->log : stderr};
     int rc = check_listen(&s, err);
+    char web[PATH_MAX];
 
     if (rc == 0)
         rc = qry_dbh_open(&s.dbh, o->db_path, err);
@@ -374,6 +377,8 @@ int qry_serve(const struct qry_serve_opts *o, struct hm_err *err)
     if (rc == 0) {
         fprintf(s.log, "htamerge: serving %s at http://%s%s%s:%d/%s\n", o->db_path, strchr(s.host, ':') ? "[" : "",
                 s.host, strchr(s.host, ':') ? "]" : "", s.port, o->token ? "?token=TOKEN" : "");
+        if (qry_asset_dir(web, sizeof web))
+            fprintf(s.log, "htamerge: web files from %s (the embedded copy for files not there)\n", web);
         fflush(s.log);
         if (event_base_dispatch(s.base) < 0)
             rc = hm_err_set(err, HM_EIO, NULL, -1, "the event loop failed");

@@ -62,11 +62,29 @@ struct lod_track {
     size_t nwide;
 };
 
+/* A rank's part of a stitched NVTX range; maxend as in lod_wide, within
+ * its (rank, depth) group. */
+struct lod_nvtx {
+    int64_t id, enter, exit, name, skew, maxend;
+    int32_t rank, depth, late;   /* late: the stitched range's late rank, -1 for none */
+};
+
+/* The NVTX ranges of one rank at one nesting depth: nv[first, first + n). */
+struct lod_nvgroup {
+    int32_t rank, depth;
+    size_t first, n;
+};
+
 struct qry_lod {
     sqlite3 *db;                 /* borrowed */
     int64_t origin, end;
     struct lod_track *tracks;    /* owned, in drawing order */
     size_t ntracks;
+    struct lod_nvtx *nv;         /* owned, by rank, depth, enter; loaded on first use */
+    size_t nnv;
+    struct lod_nvgroup *nvg;     /* owned */
+    size_t nnvg;
+    bool nv_loaded;
     sqlite3_stmt *scan, *rows, *row1, *str;   /* owned */
 };
 
@@ -187,6 +205,8 @@ void qry_lod_free(struct qry_lod *l)
     for (size_t i = 0; i < l->ntracks; i++)
         track_clear(&l->tracks[i]);
     free(l->tracks);
+    free(l->nv);
+    free(l->nvg);
     sqlite3_finalize(l->scan);
     sqlite3_finalize(l->rows);
     sqlite3_finalize(l->row1);
@@ -698,13 +718,190 @@ static void req_free(struct lod_req *q)
     cJSON_Delete(q->names);
 }
 
+/* ---- stitched NVTX ranges ---- */
+
+#define LOD_NVTX_MAX_DEPTH 7   /* deeper ranges share the last row */
+
+static int by_rank_depth_enter(const void *x, const void *y)
+{
+    const struct lod_nvtx *a = x, *b = y;
+
+    if (a->rank != b->rank)
+        return a->rank < b->rank ? -1 : 1;
+    if (a->depth != b->depth)
+        return a->depth < b->depth ? -1 : 1;
+    return a->enter < b->enter ? -1 : a->enter > b->enter;
+}
+
+/* Nesting depth from the stitched path "a/b/c" (ProfilerStep left out). */
+static int32_t path_depth(const unsigned char *path)
+{
+    int32_t d = 0;
+
+    for (; path && *path; path++)
+        d += *path == '/';
+    return d < LOD_NVTX_MAX_DEPTH ? d : LOD_NVTX_MAX_DEPTH - 1;
+}
+
+static int nvtx_group(struct qry_lod *l, struct hm_err *err)
+{
+    size_t cap = 0;
+    int64_t maxend = INT64_MIN;
+
+    for (size_t i = 0; i < l->nnv; i++) {
+        struct lod_nvtx *r = &l->nv[i];
+        if (i == 0 || r->rank != r[-1].rank || r->depth != r[-1].depth) {
+            if (l->nnvg == cap) {
+                struct lod_nvgroup *g = realloc(l->nvg, (cap = cap ? 2 * cap : 64) * sizeof *g);
+                if (!g)
+                    return hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
+                l->nvg = g;
+            }
+            l->nvg[l->nnvg++] = (struct lod_nvgroup){r->rank, r->depth, i, 0};
+            maxend = INT64_MIN;
+        }
+        l->nvg[l->nnvg - 1].n++;
+        if (r->exit > maxend)
+            maxend = r->exit;
+        r->maxend = maxend;
+    }
+    return 0;
+}
+
+/* Reads every rank's stitched ranges once; a file without the tables has
+ * none. */
+static int nvtx_load(struct qry_lod *l, struct hm_err *err)
+{
+    sqlite3_stmt *st = NULL;
+    size_t cap = 0;
+    int rc;
+
+    if (l->nv_loaded)
+        return 0;
+    if (q_i64(l->db, hm_sql_timeline_nvtx_has, 0, 0) < 2) {
+        l->nv_loaded = true;
+        return 0;
+    }
+    rc = sqlite3_prepare_v2(l->db, hm_sql_timeline_nvtx, -1, &st, NULL);
+    while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (l->nnv == cap) {
+            struct lod_nvtx *p = realloc(l->nv, (cap = cap ? 2 * cap : 1024) * sizeof *p);
+            if (!p) {
+                sqlite3_finalize(st);
+                return hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
+            }
+            l->nv = p;
+        }
+        l->nv[l->nnv++] = (struct lod_nvtx){
+            .rank = sqlite3_column_int(st, 0),
+            .id = sqlite3_column_int64(st, 1),
+            .enter = sqlite3_column_int64(st, 2),
+            .exit = sqlite3_column_int64(st, 3),
+            .name = sqlite3_column_int64(st, 4),
+            .depth = path_depth(sqlite3_column_text(st, 5)),
+            .late = sqlite3_column_type(st, 6) == SQLITE_NULL ? -1 : sqlite3_column_int(st, 6),
+            .skew = sqlite3_column_int64(st, 7),
+        };
+        rc = SQLITE_OK;
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE && rc != SQLITE_OK)
+        return hm_err_set(err, HM_ESQL, NULL, -1, "timeline nvtx: %s", sqlite3_errmsg(l->db));
+    if (l->nnv > 1)
+        qsort(l->nv, l->nnv, sizeof *l->nv, by_rank_depth_enter);
+    if ((rc = nvtx_group(l, err)) != 0) {
+        free(l->nv), free(l->nvg);
+        l->nv = NULL, l->nvg = NULL, l->nnv = l->nnvg = 0;
+        return rc;
+    }
+    l->nv_loaded = true;
+    return 0;
+}
+
+static void nvtx_emit(struct lod_req *q, const struct lod_nvtx *r, int n, bool *first)
+{
+    int64_t v[9] = {r->rank, r->id, r->enter - q->lod->origin, r->exit - r->enter, r->depth,
+                    name_index(q, r->name), r->late, r->skew, n};
+    char line[9 * 22 + 4], *p = line;
+
+    if (!*first)
+        *p++ = ',';
+    *p++ = '[';
+    for (int i = 0; i < 9; i++) {
+        p = put_i64(p, v[i]);
+        *p++ = i < 8 ? ',' : ']';
+    }
+    *p = '\0';
+    qry_buf_puts(q->out, line);
+    *first = false;
+}
+
+/* One (rank, depth) group in the window: ranges at least a column wide one
+ * by one; narrower ones that start in the same column as one entry, the
+ * first of them, standing for n. */
+static void nvtx_window_group(struct lod_req *q, const struct lod_nvgroup *g, bool *first)
+{
+    const struct lod_nvtx *nv = q->lod->nv + g->first, *pend = NULL;
+    size_t lo = 0, hi = g->n;
+    int pend_col = -1, pend_n = 0;
+
+    while (lo < hi) {   /* first range whose end (or an earlier one's) passes a */
+        size_t mid = (lo + hi) / 2;
+        if (nv[mid].maxend > q->a)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    for (size_t i = lo; i < g->n && nv[i].enter < q->b; i++) {
+        const struct lod_nvtx *r = &nv[i];
+        int c;
+        if (r->exit <= q->a)
+            continue;
+        if ((double)(r->exit - r->enter) >= q->w || r->enter < q->a) {
+            nvtx_emit(q, r, 1, first);
+            continue;
+        }
+        c = col_of(q, r->enter);
+        if (pend && c == pend_col) {
+            pend_n++;
+            continue;
+        }
+        if (pend)
+            nvtx_emit(q, pend, pend_n, first);
+        pend = r, pend_col = c, pend_n = 1;
+    }
+    if (pend)
+        nvtx_emit(q, pend, pend_n, first);
+}
+
+static int nvtx_window(struct lod_req *q, struct hm_err *err)
+{
+    bool first = true;
+    int rc = nvtx_load(q->lod, err);
+
+    if (rc != 0)
+        return rc;
+    qry_buf_puts(q->out, ",\"nvtx\":[");
+    for (size_t i = 0; i < q->lod->nnvg; i++)
+        if (rank_wanted(q->win, q->lod->nvg[i].rank))
+            nvtx_window_group(q, &q->lod->nvg[i], &first);
+    qry_buf_puts(q->out, "]");
+    return 0;
+}
+
 /* Document: {"origin_ns":"..","t0":..,"t1":..,"px":..,"col_ns":..,
  *   "tracks":[{"id","rank","n","lod":"fine|coarse|empty",
  *              "slices":[[id,ts,dur,depth,name,cat,collective],..],
  *              "dense":[[column,count,busy_fraction],..],"truncated":bool}],
+ *   "nvtx":[[rank,stitched_id,ts,dur,depth,name,late_rank,skew_ns,n],..],
  *   "names":[..]}
  * ts relative to origin_ns; name indexes "names" (-1: none); collective is
- * a collectives.id or 0. */
+ * a collectives.id or 0. "nvtx" holds each rank's part of the stitched NVTX
+ * ranges (nvtx_stitched_ranks) in the window, by rank, depth (nesting, from
+ * the stitched path) and ts; late_rank is the stitched range's (-1: none).
+ * Ranges narrower than a column that start in one column come as the first
+ * of them with n = how many it stands for (1 otherwise); /api/nvtx/{id}
+ * gives one stitched range on every rank. */
 int qry_timeline(struct qry_lod *l, const struct qry_window *w, struct qry_buf *out, struct hm_err *err)
 {
     struct lod_req q;
@@ -726,11 +923,15 @@ int qry_timeline(struct qry_lod *l, const struct qry_window *w, struct qry_buf *
         first = false;
         rc = track_window(&q, &l->tracks[i], err);
     }
+    if (rc == 0) {
+        qry_buf_puts(out, "]");
+        rc = nvtx_window(&q, err);
+    }
     names = rc == 0 ? cJSON_PrintUnformatted(q.names) : NULL;
     if (rc == 0 && !names)
         rc = hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
     if (rc == 0)
-        qry_buf_printf(out, "],\"names\":%s}", names);
+        qry_buf_printf(out, ",\"names\":%s}", names);
     free(names);
     req_free(&q);
     if (rc == 0 && out->oom)

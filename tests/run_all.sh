@@ -14,3 +14,7 @@ cmake --build build-asan -j"$jobs"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --output-on-failure -j"$jobs")
 echo "all tests passed (release and ASan+UBSan builds)"
+
+# Short libFuzzer runs of every fuzz target plus the committed crash
+# reproducers (issue 9); skips with a message when clang is missing.
+tests/fuzz/run_short.sh build-fuzz 20

@@ -37,6 +37,7 @@ try {
   // Timeline: one group per rank.
   await page.click('#tabs button[data-tab="timeline"]');
   await page.waitForFunction(() => document.getElementById('tl').dataset.loaded);
+  const box0 = await page.$eval('#tl', (c) => { const r = c.getBoundingClientRect(); return { x: r.x, y: r.y, w: r.width }; });
   const ds = () => page.$eval('#tl', (c) => Object.assign({}, c.dataset));
   const before = await ds();
   check(before.groups === '4', `timeline draws 4 rank groups (${before.groups})`);
@@ -44,8 +45,33 @@ try {
   check(Number(before.slices) > 0, `timeline drew slices (${before.slices})`);
   await page.screenshot({ path: `${outDir}/timeline.png` });
 
+  // The stitched NVTX row: one per rank group, ranges drawn, and a click on
+  // one shows its skew and late rank (the late rank's range is outlined).
+  check(before.nvtxGroups === '4', `an NVTX row in each of the 4 rank groups (${before.nvtxGroups})`);
+  check(Number(before.nvtx) > 0, `NVTX ranges drawn (${before.nvtx})`);
+  const nvHit = await page.evaluate(() => {
+    const hits = window.htamerge.timeline.hits.filter((h) => h.nvtx && h.w >= 4);
+    hits.sort((a, b) => b.w - a.w);
+    return hits[0] || null;
+  });
+  check(nvHit !== null, 'an NVTX range is on screen');
+  if (nvHit) {
+    await page.mouse.click(box0.x + nvHit.x + Math.min(nvHit.w / 2, 20), box0.y + nvHit.y + nvHit.h / 2);
+    await page.waitForFunction((id) => document.getElementById('tl').dataset.nvtxSelected === String(id), nvHit.nvtx,
+      { timeout: 10000 });
+    const sel = await ds();
+    const nvDetails = await page.textContent('#details');
+    check(/skew/.test(nvDetails) && /stitched NVTX range/.test(nvDetails), 'NVTX details show the skew');
+    check(nvHit.late < 0 ? sel.nvtxLateRank === '' : sel.nvtxLateRank === String(nvHit.late) && /late rank/.test(nvDetails),
+      `NVTX details name the late rank (${sel.nvtxLateRank}, drawn ${nvHit.late})`);
+    const rows = await page.$$eval('#details table:last-of-type tr', (r) => r.length - 1);
+    check(rows === 4, `the NVTX range on every rank in the details (${rows})`);
+    await page.screenshot({ path: `${outDir}/timeline-nvtx.png` });
+    await page.mouse.click(box0.x + box0.w - 5, box0.y + 5);   // deselect
+  }
+
   // Zoom with the wheel over the plot, then with keys.
-  const box = await page.$eval('#tl', (c) => { const r = c.getBoundingClientRect(); return { x: r.x, y: r.y, w: r.width }; });
+  const box = box0;
   await page.mouse.move(box.x + 190 + (box.w - 190) * 0.3, box.y + 80);
   for (let i = 0; i < 4; i++) await page.mouse.wheel(0, -300);
   await page.keyboard.press('w');

@@ -143,6 +143,25 @@ done
 "$H" report "$T/g2.db" stragglers --steps 3 --format csv | grep -q '^3,2,2,' || fail "report stragglers --steps"
 "$H" report --help | grep -q 'stragglers' || fail "report --help lists stragglers"
 
+# ---- HTA's get_potential_stragglers (--method hta) ----
+# It needs ncclKernel* kernels (NCCL < 2.19): rank 2 starts the last long one
+# latest in every iteration. It finds nothing on ncclDevKernel_* (g2.db).
+synth "$T/old" --straggler 2:15 --nccl-kernel ncclKernel_AllReduce_RING_LL_Sum_float
+"$H" ingest -o "$T/old.db" "$T/old" >/dev/null 2>&1 || fail "ingest old-NCCL synth"
+hta=$("$H" report "$T/old.db" stragglers --method hta --format json)
+echo "$hta" | python3 -c 'import json,sys; d=json.load(sys.stdin)
+assert d["method"] == "hta" and d["candidates"][0] == 2 and len(d["candidates"]) == 2, d
+r2 = [r for r in d["ranks"] if r["rank"] == 2][0]
+assert r2["late_start_count"] == d["iterations"] == 7, d
+assert d["kernel"].startswith("ncclKernel_AllReduce"), d' || fail "--method hta on old NCCL names: $hta"
+"$H" report "$T/old.db" stragglers --method hta --candidates 1 --format json |
+    python3 -c 'import json,sys; assert json.load(sys.stdin)["candidates"] == [2]' || fail "--candidates 1"
+"$H" report "$T/g2.db" stragglers --method hta --format json |
+    python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["candidates"] == [] and "ncclDevKernel" in d["evidence"], d' ||
+    fail "--method hta on ncclDevKernel traces should say why it finds nothing"
+"$H" report "$T/g2.db" stragglers --method bogus >/dev/null 2>&1
+[ $? = 2 ] || fail "unknown --method is not a usage error"
+
 if [ "$fails" -ne 0 ]; then
     echo "$fails failed"
     exit 1

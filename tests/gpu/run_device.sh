@@ -13,6 +13,7 @@
 set -u
 C=$(realpath "${1:?carry folder}")
 O=$(realpath "${2:?out folder}")
+mkdir -p "$O"
 R=$O/results.txt
 L=$O/all.log
 H=$C/htamerge
@@ -26,7 +27,7 @@ for f in "$C"/lib/*; do   # only what the machine lacks
 done
 export LD_LIBRARY_PATH=$W/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 
-SECTIONS=${SECTIONS:-cuda torch nccl coexist}
+SECTIONS=${SECTIONS:-cuda torch torch_fixture nccl coexist}
 want() { [[ " $SECTIONS " == *" $1 "* ]]; }
 say() { echo "$*" | tee -a "$R"; }
 q() { echo "sql> $2" >>"$R"; timeout 60 "$H" sql "$1" "$2" >>"$R" 2>&1; }
@@ -98,6 +99,12 @@ if "torch_plain" in r:
 EOF
 
 fi
+if want torch_fixture; then
+say "== 2b. PyTorch step, short capture for tests/fixtures/gpu"
+run torch_fixture 300 "${HR[@]}" -o "$W/torch_fixture.db" "$T/torch_train.py" plain --warmup 3 --steps 3 --reps 1
+q "$W/torch_fixture.db" "select category, kind, count(*) n from v_slices group by 1,2 order by 1"
+echo "report nvtx:" >>"$R"; timeout 60 "$H" report "$W/torch_fixture.db" nvtx 2>&1 | head -12 >>"$R"
+fi
 if want nccl; then
 say "== 3. one-rank NCCL all_reduce loop"
 export HTAMERGE_INJECT_DEBUG=1
@@ -132,7 +139,7 @@ q "$W/coexist_optout.db" "select category, count(*) n from v_slices group by 1"
 q "$W/coexist_optout.db" "select s.str name, c.value from counters c join strings s on s.id=c.name"
 fi
 
-for d in cuda torch nccl nccl_c coexist_late coexist_optout; do
+for d in cuda torch torch_fixture nccl nccl_c coexist_late coexist_optout; do
     [ -f "$W/$d.db" ] && gzip -c "$W/$d.db" >"$O/$d.db.gz"
 done
 ls -la "$O" >>"$R"

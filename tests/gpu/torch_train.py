@@ -3,6 +3,7 @@ ranges train_step / forward / backward / optimizer_step, for checking live
 capture and measuring its overhead (tests/gpu/run_device.sh).
 
 usage: torch_train.py [plain|profiler|profiler_early] [--warmup W] [--steps K] [--reps R]
+                      [--batch B] [--seq T] [--d D] [--layers L]
 Prints "EXPECT ..." (NVTX ranges pushed) and "RESULT ..." (mean step time
 of each repetition of K steps, after W warm-up steps, in one process)."""
 import argparse
@@ -89,6 +90,10 @@ def main():
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--seq", type=int, default=256)
+    ap.add_argument("--d", type=int, default=512)
+    ap.add_argument("--layers", type=int, default=4)
     a = ap.parse_args()
     prof = None
     acts = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
@@ -97,9 +102,9 @@ def main():
         prof = torch.profiler.profile(activities=acts)
         prof.__enter__()
     torch.manual_seed(0)
-    model = Model().cuda()
+    model = Model(d=a.d, layers=a.layers).cuda()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
-    tok = torch.randint(0, 4096, (8, 257), device="cuda")
+    tok = torch.randint(0, 4096, (a.batch, a.seq + 1), device="cuda")
     counts = {"train_step": 0}
     for _ in range(a.warmup):
         train_step(model, opt, tok, counts)

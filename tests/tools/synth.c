@@ -24,14 +24,17 @@
 
 static const char usage[] =
     "usage: htamerge-synth [--steps N] [--step-ms MS] [--cycle K] [--straggler R:MS]...\n"
-    "                      [--gzip] [--fail-at STEP] [--crash-at STEP]\n"
+    "                      [--gzip] [--fail-at STEP] [--crash-at STEP] [--nccl-kernel NAME]\n"
     "Simulates a profiled training rank (no GPU): N steps (default 8) of period MS\n"
     "(default 50 ms) from HTAMERGE_RUN_START_NS (Unix ns, the same on every rank;\n"
     "default: now rounded up to 100 ms), each with forward, backward, optimizer and\n"
     "2 NCCL-style allreduces, and writes one Kineto trace per K steps (default 4)\n"
     "into HTAMERGE_TRACE_DIR (default .). Rank and world come from RANK, WORLD_SIZE,\n"
     "LOCAL_RANK. --straggler R:MS: rank R reaches every allreduce MS ms late (may\n"
-    "repeat). --fail-at S: exit 3 after step S; --crash-at S: die of SIGSEGV.\n";
+    "repeat). --fail-at S: exit 3 after step S; --crash-at S: die of SIGSEGV.\n"
+    "--nccl-kernel NAME: the allreduce kernel's name (default\n"
+    "ncclDevKernel_AllReduce_Sum_f32_RING_LL, NCCL >= 2.19; older NCCL:\n"
+    "ncclKernel_AllReduce_RING_LL_Sum_float).\n";
 
 /* Parses a whole decimal integer in [lo, hi]. */
 static int parse_int(const char *s, long long lo, long long hi, long long *out)
@@ -135,6 +138,10 @@ static int set_option(struct syn_cfg *c, const char *opt, const char *val)
 
     if (!strcmp(opt, "--straggler"))
         return add_straggler(c, val);
+    if (!strcmp(opt, "--nccl-kernel")) {
+        c->nccl_kernel = val;
+        return *val ? 0 : -1;
+    }
     if (!strcmp(opt, "--step-ms"))
         return parse_ms(val, &c->period_ns) != 0 || c->period_ns < SYN_NS_PER_MS ? -1 : 0;
     if (parse_int(val, 0, 10000000, &v) != 0)

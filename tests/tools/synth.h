@@ -29,6 +29,7 @@ struct syn_cfg {
     bool gzip;
     int fail_at, crash_at;  /* step after which to exit(3) / crash; -1: never */
     const char *dir;        /* borrowed from the environment or a literal */
+    const char *nccl_kernel; /* the allreduce kernel's name (borrowed) */
 };
 
 /* What one rank does in one step, in absolute CLOCK_REALTIME ns. */

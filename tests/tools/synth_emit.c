@@ -280,7 +280,7 @@ static void emit_allreduce(struct syn_emit *e, int k, int bucket, const struct s
     int pid = syn_cpu_pid(e->cfg);
     int64_t t = p->issue[bucket], ext;
     struct syn_buf args = {0}, *b;
-    struct gpu_op g = {OP_KERNEL, NCCL_KERNEL, SYN_STREAM_COMM, p->enter[bucket],
+    struct gpu_op g = {OP_KERNEL, e->cfg->nccl_kernel ? e->cfg->nccl_kernel : NCCL_KERNEL, SYN_STREAM_COMM, p->enter[bucket],
                        p->exit[bucket] - p->enter[bucket], 0, NULL};
 
     coll_args(e, &args, k, bucket);

@@ -23,6 +23,7 @@ export const api = {
   timeline: (params) => call(`/api/timeline?${new URLSearchParams(params)}`),
   slice: (id) => call(`/api/slice/${id}`),
   collective: (id) => call(`/api/collective/${id}`),
+  nvtx: (id) => call(`/api/nvtx/${id}`),
   collectiveFind: (pg, seq) => call(`/api/collective/find?${new URLSearchParams({ pg, seq })}`),
   sql: (text) => call('/api/sql', { method: 'POST', headers: { 'Content-Type': 'text/plain' }, body: text }),
 };

@@ -3,6 +3,10 @@
 // level of detail (/api/timeline): slices narrower than a pixel column are
 // sent one by one only where a column holds few of them; busier columns
 // come as [column, count, busy fraction] and are drawn as a shaded band.
+// Each rank group starts with a row of its stitched NVTX ranges (the same
+// range matched across ranks; nested ones below their parent), coloured by
+// name, the range of the rank that entered last outlined in red; clicking
+// one shows its skew and late rank.
 // State a test can read is mirrored on the canvas's data attributes.
 import { api } from './api.js';
 import { dur, el, clear, colorOf } from './fmt.js';
@@ -14,6 +18,8 @@ const HEAD = 20;         // px of a rank's header band
 const GAP = 3;           // px between tracks
 const MAX_ROWS = 16;     // deeper slices share the last row
 const MIN_SPAN = 1000;   // ns: the closest zoom
+const NV_ROW = 14;       // px per NVTX nesting depth
+const NV_MAX_ROWS = 4;   // deeper NVTX ranges share the last row
 
 export class Timeline {
   constructor({ canvas, wrap, details, range, onError }) {
@@ -26,6 +32,7 @@ export class Timeline {
     this.data = null;             // last /api/timeline answer
     this.hits = [];               // drawn slices for clicks
     this.hl = null;               // highlighted collective instance
+    this.nvSel = null;            // selected stitched NVTX range (/api/nvtx answer)
     this.seq = 0;
     this.timer = 0;
     this.bind();
@@ -34,8 +41,9 @@ export class Timeline {
   // Sets the run: its ranks and tracks, the straggler, and the whole-run view.
   setRun(run, ranks, straggler) {
     this.span = Math.max(1, run.span_ns || 1);
+    const old = new Map(this.groups.map((g) => [g.rank, g.nvRows]));
     this.groups = ranks.ranks.map((r) => ({
-      rank: r.rank, host: r.host, straggler: r.rank === straggler,
+      rank: r.rank, host: r.host, straggler: r.rank === straggler, nvRows: old.get(r.rank) || 0,
       tracks: r.tracks.map((t) => ({ id: t.id, kind: t.kind, name: t.name, rows: 1, y: 0 })),
     }));
     this.tracks = new Map(this.groups.flatMap((g) => g.tracks.map((t) => [t.id, t])));
@@ -95,6 +103,11 @@ export class Timeline {
       if (seq !== this.seq) return;
       this.data = data;
       this.data.byTrack = new Map(data.tracks.map((t) => [t.id, t]));
+      this.data.byRank = new Map();
+      for (const r of data.nvtx || []) {
+        if (!this.data.byRank.has(r[0])) this.data.byRank.set(r[0], []);
+        this.data.byRank.get(r[0]).push(r);
+      }
       this.growRows(data);
       this.canvas.dataset.loaded = String(seq);
       this.draw();
@@ -103,6 +116,11 @@ export class Timeline {
 
   growRows(data) {
     let changed = false;
+    for (const g of this.groups) {
+      let rows = g.nvRows;
+      for (const r of this.data.byRank.get(g.rank) || []) rows = Math.max(rows, Math.min(NV_MAX_ROWS, r[4] + 1));
+      if (rows !== g.nvRows) { g.nvRows = rows; changed = true; }
+    }
     for (const t of data.tracks) {
       const lay = this.tracks.get(t.id);
       if (!lay) continue;
@@ -117,6 +135,7 @@ export class Timeline {
     let y = AXIS;
     for (const g of this.groups) {
       g.y = y; y += HEAD;
+      g.nvY = y; y += g.nvRows ? g.nvRows * NV_ROW + GAP : 0;
       for (const t of g.tracks) { t.y = y; y += t.rows * ROW + GAP; }
       g.h = y - g.y;
     }
@@ -143,12 +162,16 @@ export class Timeline {
     c.clearRect(0, 0, this.cssWidth, this.height);
     this.hits = [];
     let drawn = 0;
+    this.nvDrawn = 0;
     for (const g of this.groups) drawn += this.drawGroup(g);
     this.drawAxis();
     this.drawHighlightLines();
     const { t0, t1 } = this.view;
     this.range.textContent = `${dur(t0)} to ${dur(t1)} (${dur(t1 - t0)} shown)`;
-    Object.assign(this.canvas.dataset, { t0: String(Math.round(t0)), t1: String(Math.round(t1)), slices: String(drawn) });
+    Object.assign(this.canvas.dataset, {
+      t0: String(Math.round(t0)), t1: String(Math.round(t1)), slices: String(drawn),
+      nvtx: String(this.nvDrawn), nvtxGroups: String(this.groups.filter((g) => g.nvRows > 0).length),
+    });
   }
 
   drawGroup(g) {
@@ -159,9 +182,48 @@ export class Timeline {
     c.font = '600 12px system-ui, sans-serif';
     c.fillText(`rank ${g.rank}${g.host ? ' · ' + g.host : ''}${g.straggler ? '  ◀ straggler' : ''}`, 8, g.y + 13);
     if (g.straggler) { c.fillRect(0, g.y, 4, g.h - GAP); }
+    if (g.nvRows) this.drawNvtx(g);
     let drawn = 0;
     for (const t of g.tracks) drawn += this.drawTrack(t);
     return drawn;
+  }
+
+  // The rank's stitched NVTX ranges: [rank, id, ts, dur, depth, name, late_rank, skew_ns, n].
+  drawNvtx(g) {
+    const c = this.ctx, pw = this.plotWidth(), h = g.nvRows * NV_ROW;
+    c.fillStyle = '#f6f3fb';
+    c.fillRect(GUTTER, g.nvY, pw, h);
+    c.fillStyle = '#5b4a7a';
+    c.font = '11px system-ui, sans-serif';
+    c.fillText('NVTX (stitched)', 10, g.nvY + 11);
+    const ranges = this.data && this.data.byRank.get(g.rank);
+    if (!ranges) return;
+    const names = this.data.names, scale = pw / (this.view.t1 - this.view.t0);
+    c.save();
+    c.beginPath(); c.rect(GUTTER, g.nvY, pw, h); c.clip();
+    c.font = '10px system-ui, sans-serif';
+    for (const r of ranges) {
+      const [, id, ts, du, depth, ni, late] = r;
+      let x = this.x(ts), w = Math.max(1, du * scale);
+      if (x + w < GUTTER || x > this.cssWidth) continue;
+      if (x < GUTTER - 1) { w -= GUTTER - 1 - x; x = GUTTER - 1; }
+      const y = g.nvY + Math.min(depth, g.nvRows - 1) * NV_ROW, name = ni >= 0 ? names[ni] : '';
+      const sel = this.nvSel && this.nvSel.id === id;
+      c.fillStyle = sel ? '#1d2330' : nvtxColor(name);
+      c.fillRect(x, y + 1, w, NV_ROW - 2);
+      if (late === g.rank) {   // this rank entered last: it held the others up
+        c.lineWidth = 1.5;
+        c.strokeStyle = '#c62828';
+        c.strokeRect(x + 0.75, y + 1.75, Math.max(1, w - 1.5), NV_ROW - 3.5);
+      }
+      if (w > 36) {
+        c.fillStyle = sel ? '#fff' : '#10131a';
+        c.fillText(fit(c, name, w - 4), x + 2, y + 10);
+      }
+      this.hits.push({ x, y, w, h: NV_ROW, nvtx: id, rank: g.rank, late });
+      this.nvDrawn++;
+    }
+    c.restore();
   }
 
   drawTrack(t) {
@@ -299,7 +361,13 @@ export class Timeline {
 
   async click(x, y) {
     const hit = this.hits.slice().reverse().find((h) => x >= h.x && x <= h.x + Math.max(h.w, 2) && y >= h.y && y <= h.y + h.h);
-    if (!hit) { this.selected = null; this.hl = null; this.showNothing(); this.draw(); return; }
+    if (!hit) { this.selected = null; this.hl = null; this.selectNvtx(null); this.showNothing(); this.draw(); return; }
+    if (hit.nvtx) {
+      this.selected = null;
+      try { this.selectNvtx(await api.nvtx(hit.nvtx)); } catch (e) { this.onError(e); }
+      return;
+    }
+    this.selectNvtx(null);
     this.selected = hit.id;
     this.draw();
     try {
@@ -330,6 +398,32 @@ export class Timeline {
     ds.highlight = inst ? [...new Set(inst.members.map((m) => m.rank))].sort((a, b) => a - b).join(',') : '';
     ds.lateRank = inst && inst.late_rank != null ? String(inst.late_rank) : '';
     this.draw();
+  }
+
+  // Selects a stitched NVTX range (or none): outlined on every rank, its
+  // skew and late rank in the details.
+  selectNvtx(nv) {
+    this.nvSel = nv;
+    const ds = this.canvas.dataset;
+    ds.nvtxSelected = nv ? String(nv.id) : '';
+    ds.nvtxLateRank = nv && nv.late_rank != null ? String(nv.late_rank) : '';
+    if (!nv) return;
+    this.hl = null;
+    this.draw();
+    const box = clear(this.details);
+    box.append(el('h3', { text: nv.name || '(unnamed)' }));
+    box.append(el('p', { class: 'muted', text: 'stitched NVTX range' }));
+    box.append(kvTable([['path', nv.path], ['step', nv.step], ['occurrence', nv.occurrence], ['ranks', nv.ranks],
+      ['GPU time (all ranks)', nv.gpu_ns != null ? dur(nv.gpu_ns) : null], ['GPU ops', nv.gpu_ops]]));
+    box.append(el('p', {}, 'skew ', el('b', { text: dur(nv.skew_ns || 0) }),
+      nv.late_rank != null ? el('span', {}, ' · late rank ', el('b', { class: 'late', text: String(nv.late_rank) })) : ''));
+    const t = el('table');
+    t.append(el('tr', {}, el('td', { text: 'rank' }), el('td', { text: 'entered after the first' }), el('td', { text: 'duration' })));
+    for (const m of nv.members) {
+      t.append(el('tr', { class: m.rank === nv.late_rank ? 'late' : '' }, el('td', { text: String(m.rank) }),
+        el('td', { text: dur(m.lag_ns) }), el('td', { text: dur(m.dur_ns) })));
+    }
+    box.append(t);
   }
 
   showNothing() { clear(this.details).append(el('p', { class: 'muted', text: 'Click a slice.' })); }
@@ -369,6 +463,13 @@ function instanceView(inst) {
   }
   box.append(t);
   return box;
+}
+
+// NVTX ranges: a stable colour per name, lighter than the slices below.
+function nvtxColor(name) {
+  let h = 7;
+  for (let i = 0; i < (name || '').length; i++) h = (h * 31 + name.charCodeAt(i)) >>> 0;
+  return `hsl(${h % 360}, 60%, ${72 + (h >> 9) % 10}%)`;
 }
 
 function niceStep(raw) {

@@ -494,12 +494,32 @@ static int enable_some_apis(struct inj_cupti *c)
     return 0;
 }
 
-static int enable_all(struct inj_cupti *c, char *why, size_t len)
+/* HTAMERGE_CUPTI_KINDS (a diagnostic for the overhead benchmark): which
+ * activity kinds to enable, e.g. "kernel,memcpy,sync,api"; unset means all
+ * but sync, which comes with HTAMERGE_CAPTURE's cupti-sync. */
+static int kind_wanted(const char *list, int sync, CUpti_ActivityKind k)
+{
+    static const struct { CUpti_ActivityKind kind; const char *name; } names[] = {
+        {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "kernel"}, {CUPTI_ACTIVITY_KIND_MEMCPY, "memcpy"},
+        {CUPTI_ACTIVITY_KIND_MEMSET, "memset"}, {CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, "sync"},
+        {CUPTI_ACTIVITY_KIND_RUNTIME, "api"}, {CUPTI_ACTIVITY_KIND_DRIVER, "api"}};
+    if (!list)
+        return k != CUPTI_ACTIVITY_KIND_SYNCHRONIZATION || sync;
+    if (k == CUPTI_ACTIVITY_KIND_CONTEXT)
+        return 1;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (names[i].kind == k)
+            return strstr(list, names[i].name) != NULL;
+    return 1;
+}
+
+static int enable_all(struct inj_cupti *c, int sync, char *why, size_t len)
 {
     static const CUpti_ActivityKind kinds[] = {
         CUPTI_ACTIVITY_KIND_CONTEXT, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
         CUPTI_ACTIVITY_KIND_MEMSET,  CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,    CUPTI_ACTIVITY_KIND_RUNTIME,
         CUPTI_ACTIVITY_KIND_DRIVER};
+    const char *only = getenv("HTAMERGE_CUPTI_KINDS");
     size_t nkinds = sizeof kinds / sizeof kinds[0];
     CUptiResult r;
 
@@ -509,9 +529,13 @@ static int enable_all(struct inj_cupti *c, char *why, size_t len)
         snprintf(why, len, "cuptiActivityRegisterCallbacks: %s", result_text(c, r));
         return -1;
     }
-    if (!getenv("HTAMERGE_CUPTI_ALL_APIS") && enable_some_apis(c) == 0)
+    if (!kind_wanted(only, sync, CUPTI_ACTIVITY_KIND_RUNTIME))
+        nkinds -= 2;
+    else if (!getenv("HTAMERGE_CUPTI_ALL_APIS") && enable_some_apis(c) == 0)
         nkinds -= 2;   /* not RUNTIME and DRIVER: they would turn every call on again */
     for (size_t i = 0; i < nkinds; i++) {
+        if (!kind_wanted(only, sync, kinds[i]))
+            continue;
         r = c->cuptiActivityEnable(kinds[i]);
         if (r != CUPTI_SUCCESS && kinds[i] != CUPTI_ACTIVITY_KIND_CONTEXT) {
             snprintf(why, len, "cuptiActivityEnable(%d): %s", (int)kinds[i], result_text(c, r));
@@ -537,7 +561,7 @@ int inj_cupti_start(struct inj *g)
         goto off;
     c->pid = g->pid;
     g->cupti = c;   /* buf_complete looks here */
-    if (enable_all(c, why, sizeof why) != 0)
+    if (enable_all(c, (g->capture & INJ_CAP_CUPTI_SYNC) != 0, why, sizeof why) != 0)
         goto off_subscribed;
     if (pthread_create(&c->thread, NULL, drain_main, g) == 0)
         c->thread_started = 1;

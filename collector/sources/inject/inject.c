@@ -222,6 +222,8 @@ static unsigned parse_capture(const char *s)
         return INJ_CAP_CUPTI | INJ_CAP_NVTX | INJ_CAP_NCCL;
     if (strstr(s, "cupti"))
         cap |= INJ_CAP_CUPTI;
+    if (strstr(s, "cupti-sync"))
+        cap |= INJ_CAP_CUPTI_SYNC;
     if (strstr(s, "nvtx"))
         cap |= INJ_CAP_NVTX;
     if (strstr(s, "nccl"))

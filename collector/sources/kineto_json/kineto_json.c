@@ -168,19 +168,17 @@ static int walk(struct kj_read *r, const struct kj_buf *buf, const char *path, s
     return hm_err_set(err, rc, path, -1, "reading the trace failed");
 }
 
-int src_kineto_read(const char *path, const struct src_kineto_opts *opts,
+/* Parses a loaded buffer (taking it: it is freed before returning) into
+ * a new batch; path names the file. */
+static int read_buf(struct kj_buf buf, const char *path, const struct src_kineto_opts *opts,
                     struct hm_batch **out, struct hm_err *err)
 {
     struct kj_read r;
-    struct kj_buf buf;
     struct hm_batch *b = NULL;
     int rc;
 
-    *out = NULL;
     memset(&r, 0, sizeof r);
     r.opts = opts;
-    if ((rc = kj_load(path, &buf, err)) != 0)
-        return rc;
     b = hm_batch_new();
     if (!b || kj_builder_init(&r.bld, b, opts ? opts->keep_args : 1) != 0) {
         rc = hm_err_set(err, HM_ENOMEM, path, -1, "out of memory");
@@ -206,6 +204,31 @@ fail:
     free(r.meta);
     hm_batch_free(b);
     return rc;
+}
+
+int src_kineto_read(const char *path, const struct src_kineto_opts *opts,
+                    struct hm_batch **out, struct hm_err *err)
+{
+    struct kj_buf buf;
+    int rc;
+
+    *out = NULL;
+    if ((rc = kj_load(path, &buf, err)) != 0)
+        return rc;
+    return read_buf(buf, path, opts, out, err);
+}
+
+int src_kineto_read_mem(const void *data, size_t size, const char *name,
+                        const struct src_kineto_opts *opts, struct hm_batch **out,
+                        struct hm_err *err)
+{
+    struct kj_buf buf;
+    int rc;
+
+    *out = NULL;
+    if ((rc = kj_load_mem(data, size, name, &buf, err)) != 0)
+        return rc;
+    return read_buf(buf, name, opts, out, err);
 }
 
 void src_kineto_release_thread_cache(void)

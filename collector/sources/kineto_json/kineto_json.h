@@ -29,18 +29,27 @@ struct src_kineto_opts {
  * file, a byte offset (into the decompressed JSON where known; into the
  * compressed file for gzip errors; -1 if unknown) and a one-line reason.
  * Files whose decompressed JSON exceeds 4 GiB are refused (HM_EFORMAT).
- * The file is mapped while it is read (plain JSON for the whole parse):
- * truncating it meanwhile faults (SIGBUS), as with any mapped file. */
+ * The file is read whole before it is parsed (never mapped), so a trace
+ * being written meanwhile is safe to read: bytes appended after the read
+ * began are not seen (the JSON then usually ends early: HM_EFORMAT), and a
+ * file that shrinks while it is read gives HM_EIO. */
 int src_kineto_read(const char *path, const struct src_kineto_opts *opts,
                     struct hm_batch **out, struct hm_err *err);
+
+/* src_kineto_read on a trace already in memory: data[0..size) (plain JSON
+ * or gzip, borrowed for the call). name stands for the file: it is the
+ * batch's source file, gives the rank when the trace names none, and
+ * appears in errors. */
+int src_kineto_read_mem(const void *data, size_t size, const char *name,
+                        const struct src_kineto_opts *opts, struct hm_batch **out,
+                        struct hm_err *err);
 
 /* Each thread that reads keeps its scratch for its next read (the buffer
  * gzip is inflated into, simdjson's index, the decompressor: about the
  * largest file's decompressed size plus 4 bytes per structural character
  * of it; a buffer above 1 GiB or the index of JSON above 256 MiB is not
  * kept), so that a worker reading file after file does not fault fresh
- * memory in for every one. Plain JSON files are mapped, not copied. The
- * scratch is freed when the thread exits; this frees the calling thread's
+ * memory in for every one. The scratch is freed when the thread exits; this frees the calling thread's
  * now (e.g. when a long-lived thread is done reading). Safe to call at any
  * time, also from inside a read's progress callback. */
 void src_kineto_release_thread_cache(void);

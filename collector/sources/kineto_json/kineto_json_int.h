@@ -30,11 +30,9 @@ extern "C" {
 /* ---- Loading (gz_load.c) ---- */
 
 struct kj_buf {
-    char *data;   /* owned; len bytes of JSON followed by KJ_PADDING zero bytes;
-                     read-only when mapped */
+    char *data;   /* owned; len bytes of JSON followed by KJ_PADDING zero bytes */
     size_t len;
-    size_t cap;       /* bytes allocated at data (0 when mapped) */
-    size_t map_len;   /* bytes mapped at data (a plain file mapped whole), else 0 */
+    size_t cap;   /* bytes allocated at data */
 };
 
 /* A thread's scratch larger than this (buffer bytes; simdjson's index
@@ -47,6 +45,10 @@ struct kj_buf {
  * carry the compressed byte offset). The buffer comes from, and
  * kj_buf_free gives it back to, the calling thread's cache. */
 int kj_load(const char *path, struct kj_buf *out, struct hm_err *err);
+/* The same for data[0..size) in memory (borrowed for the call), with name
+ * standing for the file in errors. */
+int kj_load_mem(const void *data, size_t size, const char *name, struct kj_buf *out,
+                struct hm_err *err);
 void kj_buf_free(struct kj_buf *b);
 
 /* Frees the calling thread's cached buffer and decompressor (gz_load.c),

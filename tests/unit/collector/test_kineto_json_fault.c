@@ -7,6 +7,7 @@
 #include "test.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "collector/sources/kineto_json/kineto_json.h"
@@ -335,6 +336,108 @@ static void sweep_corruption(void)
     CHECK(ok > 0 && failed > 0);
 }
 
+/* ---- The file changing while it is read ----
+ * A trace being written or replaced while it is read: the reader works on
+ * what it read at the start. The progress callback runs mid-walk, so it can
+ * truncate or grow the file at a fixed point: when the reader mapped the
+ * file, the truncation made the next access fault (SIGBUS). */
+
+struct change_ctx {
+    const char *path;
+    int mode;    /* 0: truncate to nothing, 1: truncate to half, 2: append */
+    int calls;
+};
+
+static void change_file(void *ctx, uint64_t done)
+{
+    struct change_ctx *c = ctx;
+    FILE *f;
+
+    (void)done;
+    if (c->calls++ != 0)
+        return;
+    if (c->mode == 2) {
+        f = fopen(c->path, "ab");
+        CHECK(f != NULL);
+        if (f) {
+            fputs("{\"ph\": \"X\"}]} trailing bytes", f);
+            fclose(f);
+        }
+        return;
+    }
+    CHECK_EQ_INT(truncate(c->path, c->mode == 0 ? 0 : file_size(c->path) / 2), 0);
+}
+
+static void test_file_changes_while_read(void)
+{
+    const char *path = hm_tmpfile("kineto_changing.json");
+    const size_t nev = 20000;
+    size_t cap = nev * 128 + 256, n = 0, want = 0;
+    char *text = malloc(cap);
+
+    CHECK(text != NULL);
+    if (!text)
+        return;
+    n += (size_t)snprintf(text + n, cap - n, "{\"distributedInfo\": {\"rank\": 0}, \"traceEvents\": [\n");
+    for (size_t i = 0; i < nev; i++)
+        n += (size_t)snprintf(text + n, cap - n,
+                              "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"op%zu\", \"pid\": 1, "
+                              "\"tid\": 2, \"ts\": %zu, \"dur\": 1}%s\n", i % 50, i * 10,
+                              i + 1 < nev ? "," : "");
+    n += (size_t)snprintf(text + n, cap - n, "]}\n");
+    for (int mode = 0; mode < 3; mode++) {
+        struct change_ctx c = {.path = path, .mode = mode};
+        struct src_kineto_opts opts = {.keep_args = 1, .progress = change_file, .progress_ctx = &c};
+        struct hm_batch *b = NULL;
+        struct hm_err err;
+        int rc;
+
+        CHECK_EQ_INT(write_file(path, text, n), 0);
+        hm_err_clear(&err);
+        rc = src_kineto_read(path, &opts, &b, &err);
+        CHECK_EQ_INT(rc, 0);
+        CHECK(c.calls >= 2);   /* the change happened mid-walk */
+        if (b && mode == 0)
+            want = b->slices.n;
+        if (b)
+            CHECK_EQ_INT(b->slices.n, want);
+        CHECK_EQ_INT(want, nev);
+        hm_batch_free(b);
+    }
+    free(text);
+}
+
+/* src_kineto_read_mem gives what src_kineto_read gives for the same bytes. */
+static void test_read_mem(void)
+{
+    const char *path = hm_tmpfile("kineto_mem.json.gz");
+    unsigned char gz[4096];
+    size_t n = sizeof sweep_trace - 1, gn = gzip_text(sweep_trace, n, gz, sizeof gz);
+    struct hm_batch *a = NULL, *b = NULL, *c = NULL;
+    struct hm_err err;
+
+    CHECK(gn > 0);
+    CHECK_EQ_INT(write_file(path, gz, gn), 0);
+    CHECK_EQ_INT(src_kineto_read(path, NULL, &a, &err), 0);
+    CHECK_EQ_INT(src_kineto_read_mem(gz, gn, path, NULL, &b, &err), 0);
+    CHECK_EQ_INT(src_kineto_read_mem(sweep_trace, n, path, NULL, &c, &err), 0);
+    if (a && b && c) {
+        CHECK_EQ_INT(b->slices.n, a->slices.n);
+        CHECK_EQ_INT(c->slices.n, a->slices.n);
+        CHECK_EQ_INT(b->collectives.n, a->collectives.n);
+        CHECK_EQ_INT(b->info.rank, 2);
+        CHECK_STR(hm_batch_str(b, b->info.source_file), path);
+    }
+    hm_batch_free(a);
+    hm_batch_free(b);
+    hm_batch_free(c);
+    CHECK_EQ_INT(src_kineto_read_mem("", 0, "mem.json", NULL, &a, &err), HM_EFORMAT);
+    CHECK(a == NULL);
+    CHECK_STR(err.file, "mem.json");
+    CHECK_EQ_INT(src_kineto_read_mem(gz, 10, "mem.json.gz", NULL, &a, &err), HM_EFORMAT);
+    CHECK_CONTAINS(err.msg, "truncated gzip");
+}
+
 int main(void)
 {
     test_file_errors();
@@ -343,5 +446,7 @@ int main(void)
     sweep_truncation();
     sweep_gzip();
     sweep_corruption();
+    test_file_changes_while_read();
+    test_read_mem();
     return hm_test_done();
 }

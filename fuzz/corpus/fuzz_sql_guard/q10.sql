@@ -1,0 +1,1 @@
+INSERT INTO strings VALUES (9,'x')

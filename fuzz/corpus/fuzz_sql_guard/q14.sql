@@ -1,0 +1,1 @@
+SELECT s.str, count(*) FROM slices JOIN strings s ON s.id = slices.name GROUP BY 1

@@ -1,0 +1,13 @@
+-- report summary: run facts as key/value rows.
+SELECT 'ranks', count(*) FROM ranks
+UNION ALL SELECT 'world_size', max(world_size) FROM ranks
+UNION ALL SELECT 'files', count(*) FROM files
+UNION ALL SELECT 'slices', count(*) FROM slices
+UNION ALL SELECT 'collectives', count(*) FROM collectives
+UNION ALL SELECT 'skipped_events', coalesce(sum(count), 0) FROM skipped
+UNION ALL SELECT 'created_by', value FROM meta WHERE key = 'created_by'
+UNION ALL SELECT 'created_at', value FROM meta WHERE key = 'created_at'
+UNION ALL SELECT 'run_status', value FROM meta WHERE key = 'run_status'
+UNION ALL SELECT 'failed_programs', value FROM meta WHERE key = 'exit_codes' AND value <> ''
+UNION ALL SELECT 'incomplete_ranks', group_concat(rank) FROM ranks WHERE NOT complete HAVING count(*) > 0
+UNION ALL SELECT 'schema_version', value FROM meta WHERE key = 'schema_version';

@@ -1,0 +1,6 @@
+-- Narrow slices of one track starting in [?2, ?3) and shorter than ?4 ns:
+-- the slices drawn one by one in a timeline window.
+SELECT id, ts, dur, depth, name, cat, coll
+FROM lod_rows
+WHERE track = ?1 AND ts >= ?2 AND ts < ?3 AND dur < ?4
+ORDER BY ts;

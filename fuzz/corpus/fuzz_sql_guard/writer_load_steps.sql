@@ -1,0 +1,5 @@
+-- One rank's ProfilerSteps with the id of their slice.
+SELECT number, ts, dur, slice
+FROM steps
+WHERE rank = ?1
+ORDER BY number;

@@ -1,0 +1,11 @@
+-- Cross-rank analyses (merger/cross_rank.c): one scan of the slices for the
+-- GPU ops, CUDA launch calls and annotation ranges of every rank.
+-- Columns: rank, id, track, on a GPU stream, cat, ts, end, correlation,
+-- name, iteration.
+SELECT t.rank, s.id, s.track, t.kind = 'gpu_stream', s.cat, s.ts, s.ts + s.dur,
+       s.correlation, s.name, s.iteration
+FROM slices s
+JOIN tracks t ON t.id = s.track
+WHERE s.cat IN (SELECT id FROM categories
+                WHERE name IN ('kernel', 'gpu_memcpy', 'gpu_memset', 'cuda_runtime',
+                               'cuda_driver', 'user_annotation', 'nvtx'));

@@ -1,0 +1,44 @@
+/* Export of a merged database as one Chrome trace-event JSON file (the
+ * "JSON Object Format" that Perfetto and chrome://tracing open). The file is
+ * written while the database is read, slice by slice; nothing holds all
+ * slices. The format and its choices are described in export_chrome.c. */
+#ifndef HM_QUERY_EXPORT_H
+#define HM_QUERY_EXPORT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <sqlite3.h>
+
+#include "common/err.h"
+
+struct qry_export_opts {
+    const int *ranks;        /* borrowed: only these ranks; NULL = every rank */
+    int nranks;
+    const int64_t *steps;    /* borrowed: only slices overlapping these ProfilerSteps; NULL = all */
+    int nsteps;
+    bool absolute;           /* ts = aligned ns / 1000 instead of (ns - origin) / 1000 */
+    const char *source;      /* borrowed: database path for otherData; may be NULL */
+    const char *producer;    /* borrowed: e.g. "htamerge 0.1.0"; may be NULL */
+};
+
+/* What an export wrote. */
+struct qry_export_stats {
+    int64_t slices;            /* X events */
+    int64_t moved_slices;      /* of those, put on an overlap lane (see export_chrome.c) */
+    int64_t launch_flows;      /* CPU launch -> GPU op arrows */
+    int64_t collective_flows;  /* one per matched collective instance with >= 2 exported ranks */
+    int64_t counters;          /* C events */
+    int processes, threads;    /* pids and tids named by M events */
+    int64_t origin_ns;         /* aligned ns that ts 0 stands for (0 with absolute) */
+};
+
+/* Writes db (borrowed) as Chrome JSON to out (borrowed; the caller opens and
+ * closes it, and should check fclose). stats may be NULL. Returns 0, or
+ * HM_EINVAL for a rank or step the file does not have, HM_ESQL, HM_ENOMEM or
+ * HM_EIO (a write failed) with err filled; out then holds a partial file. */
+int qry_export_chrome(sqlite3 *db, const struct qry_export_opts *opts, FILE *out,
+                      struct qry_export_stats *stats, struct hm_err *err);
+
+#endif

@@ -1,0 +1,2 @@
+-- htamerge export: host name of each rank, for the process names.
+SELECT rank, host FROM ranks ORDER BY rank

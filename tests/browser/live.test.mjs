@@ -1,0 +1,72 @@
+// Live mode in headless chromium: the page is opened on `htamerge --serve`
+// while `mpirun -n 2 htamerge ... htamerge-synth` still runs (run.sh starts
+// it). Checks what a person watching would see: the "live" badge, a
+// timeline that shows more of the run on later polls (span, drawn slices,
+// NVTX ranges once stitched), and, once the job ends, the badge saying the
+// run completed with the timeline still drawn. Screenshots are saved.
+// usage: node live.test.mjs URL OUTDIR CHROMIUM
+import { chromium } from 'playwright-core';
+
+const [url, outDir, exe] = process.argv.slice(2);
+let passed = 0, failed = 0;
+function check(cond, what) {
+  if (cond) { passed++; console.log(`ok - ${what}`); } else { failed++; console.log(`not ok - ${what}`); }
+}
+
+const browser = await chromium.launch({
+  executablePath: exe || '/usr/bin/chromium',
+  headless: true,
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+});
+try {
+  const page = await browser.newPage({ viewport: { width: 1500, height: 950 } });
+  const errors = [];
+  page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+  page.on('pageerror', (e) => errors.push(String(e)));
+  await page.goto(url);
+  await page.waitForSelector('body[data-ready="1"]', { timeout: 20000 });
+  const status = () => page.textContent('#status');
+  const first = await status();
+  check(/live/.test(first), `the badge says the run is live ("${first}")`);
+
+  await page.click('#tabs button[data-tab="timeline"]');
+  await page.waitForFunction(() => document.getElementById('tl').dataset.loaded);
+  const ds = () => page.$eval('#tl', (c) => Object.assign({}, c.dataset));
+  const span = () => page.evaluate(() => window.htamerge.state.run.span_ns);
+  const early = { ...(await ds()), span: await span() };
+  await page.screenshot({ path: `${outDir}/live-early.png` });
+
+  // Polls until the run is over (the page polls /api/run every 2 s), noting
+  // whether the timeline grew while it was live.
+  let grewLive = false, last = early;
+  for (let i = 0; i < 90 && /live/.test(await status()); i++) {
+    await page.waitForTimeout(500);
+    last = { ...(await ds()), span: await span() };
+    if (last.span > early.span && Number(last.slices) > Number(early.slices)) grewLive = true;
+  }
+  check(grewLive, `the timeline grew while the run was live (span ${early.span} -> ${last.span} ns, slices ${early.slices} -> ${last.slices})`);
+  const done = await status();
+  check(!/live/.test(done) && /complete/.test(done), `the badge says the run completed ("${done}")`);
+
+  // The finished file: the whole run drawn, stitched NVTX ranges included.
+  await page.waitForTimeout(2500);   // one more poll: the final file
+  await page.keyboard.press('0');
+  await page.waitForFunction((n) => Number(document.getElementById('tl').dataset.slices) > n, Number(early.slices),
+    { timeout: 10000 });
+  await page.waitForTimeout(500);
+  const end = { ...(await ds()), span: await span() };
+  check(end.span > early.span, `the whole run is longer than at first (${early.span} -> ${end.span} ns)`);
+  check(Number(end.slices) > Number(early.slices), `more slices drawn than at first (${early.slices} -> ${end.slices})`);
+  check(end.groups === '2', `2 rank groups (${end.groups})`);
+  check(end.nvtxGroups === '2' && Number(end.nvtx) > 0, `NVTX rows drawn on both ranks (${end.nvtxGroups}, ${end.nvtx} ranges)`);
+  await page.screenshot({ path: `${outDir}/live-done.png` });
+  check(errors.length === 0, `no console errors (${errors.join(' | ')})`);
+} catch (e) {
+  failed++;
+  console.log(`not ok - ${e.message}`);
+} finally {
+  await browser.close();
+}
+console.log(`${passed} passed, ${failed} failed`);
+process.exit(failed ? 1 : 0);

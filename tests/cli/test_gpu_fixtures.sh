@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# The databases real GPU runs left behind (tests/fixtures/gpu, made by
+# tests/gpu/*.sh on H200s; the 2-GPU ones cut to ProfilerSteps 4..7 by
+# tests/tools/trim_db.py): what the devices saw must still read back the
+# same, on a machine without a GPU. cuda: the CUDA C program's kernels,
+# copies, memsets and NVTX ranges (tests/fixtures/gpu/device_results.txt);
+# torch_fixture: forward / backward with GPU time; nccl2_*: 2-rank DDP over
+# NCCL 2.28, every collective matched by (comms_id, seq) exactly once, NVTX
+# stitched across the ranks, clocks of one host; in nccl2_straggler1 rank 1
+# sleeps 20 ms before each forward and must be the straggler. Then every
+# report topic on every fixture, and the serve API on one.
+set -u
+H=${HTAMERGE:?}; FX=${HM_SOURCE_DIR:?}/tests/fixtures/gpu
+T=$(mktemp -d "${HM_TMPDIR:-/tmp}/cli_gpu_fixtures.XXXXXX")
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$T"; }
+trap cleanup EXIT
+fails=0
+fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+command -v python3 >/dev/null || { echo "FAIL: python3 is not installed"; exit 1; }
+
+FIXTURES="cuda torch_fixture nccl nccl_c nccl2_clean nccl2_straggler1"
+for f in $FIXTURES; do
+    gunzip -c "$FX/$f.db.gz" > "$T/$f.db" || { echo "FAIL: gunzip $f.db.gz"; exit 1; }
+done
+
+# sql DB EXPECTED QUERY: the query's rows (python's sqlite3, '|' between
+# columns, one row a line) must equal EXPECTED.
+sql() {
+    local db=$1 want=$2 q=$3 got
+    got=$(python3 -c 'import sqlite3,sys
+for r in sqlite3.connect(sys.argv[1]).execute(sys.argv[2]): print("|".join(map(str, r)))' "$T/$db.db" "$q" 2>&1)
+    [ "$got" = "$want" ] || fail "$db: $q"$'\n'"  got:      $(echo "$got" | head -5 | tr '\n' ';')"$'\n'"  expected: $(echo "$want" | tr '\n' ';')"
+}
+# check FILE PYTHON-EXPR: d = FILE parsed as JSON; fails if EXPR is false.
+check() {
+    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if eval(sys.argv[2]) else 1)' \
+        "$1" "$2" 2>/dev/null || fail "$(basename "$1"): $2 ($(head -c 300 "$1" | tr '\n\t' '  '))"
+}
+report() { # DB TOPIC: JSON into $T/DB.TOPIC.json
+    "$H" report "$T/$1.db" "$2" --format json > "$T/$1.$2.json" 2>"$T/$1.$2.err" ||
+        fail "report $1 $2: exit $? ($(head -c 300 "$T/$1.$2.err"))"
+}
+
+# ---- cuda: the CUDA C program (device_results.txt, part 1) ----
+sql cuda "kernel|220
+gpu_memcpy|40
+gpu_memset|20" "select c.name, count(*) from slices s join categories c on c.id = s.cat
+                where c.name in ('kernel', 'gpu_memcpy', 'gpu_memset') group by 1 order by 1"
+sql cuda "add(float*, float const*, int)|100
+scale(float*, int, float)|100
+spin(long long)|20" "select name, count(*) from v_slices where category = 'kernel' group by 1 order by 1"
+sql cuda "200000" "select min(dur) / 1000 * 1000 from v_slices where name = 'spin(long long)'"
+sql cuda "compute|20|2
+copy_in|20|2
+program|1|0
+step|20|1
+step done|20|2" "select name, count(*), min(depth) from v_slices where category = 'nvtx' group by 1 order by 1"
+sql cuda "0" "select count(*) from v_slices k where k.category = 'kernel' and not exists
+              (select 1 from v_slices r where r.category = 'cuda_runtime' and r.correlation = k.correlation)"
+sql cuda "2" "select count(distinct stream) from v_slices where category = 'kernel'"
+
+# ---- torch_fixture: NVTX / record_function ranges with their GPU work ----
+report torch_fixture nvtx
+check "$T/torch_fixture.nvtx.json" \
+    'all(any(r["name"] == n and r["gpu_us"] > 0 and r["gpu_ops"] > 0 for r in d["ranges"]) for n in ("train_step", "forward", "backward", "optimizer_step"))'
+check "$T/torch_fixture.nvtx.json" \
+    'sum(r["path"] == "train_step/forward" for r in d["ranges"]) == 6'
+
+# ---- nccl2_*: 2-rank DDP, the same checks on both runs ----
+for f in nccl2_clean nccl2_straggler1; do
+    # Every NCCL plugin event (keyed by communicator and seq) is in exactly
+    # one instance, matched by comms_id on both ranks; torch.profiler's view
+    # of the same calls adds no 'order' instance (merger/match.c rule 6).
+    sql $f "comms_id|88|2|2|88" \
+        "select match, count(*), min(ranks), max(ranks), count(distinct pg || '/' || seq)
+         from collective_instances group by match"
+    sql $f "176|176|0" \
+        "select count(*), count(distinct r.collective), sum(ci.match != 'comms_id')
+         from collectives c join collective_instance_ranks r on r.collective = c.id
+         join collective_instances ci on ci.id = r.instance where c.op like 'nccl:%'"
+    sql $f "0" "select count(*) from collectives c where c.op like 'nccl:%' and not exists
+                (select 1 from collective_instance_ranks r where r.collective = c.id)"
+    sql $f "0|1" "select count(*), 1 from collective_instance_ranks where source != 'gpu'"
+    # NVTX ranges stitched across both ranks, every step, with GPU work.
+    for p in train_step train_step/train_step/forward train_step/train_step/backward \
+             train_step/train_step/optimizer_step; do
+        sql $f "4|2|2" "select count(*), min(ranks), max(ranks) from nvtx_stitched where path = '$p'"
+    done
+    sql $f "4" "select count(*) from nvtx_stitched where path = 'train_step/train_step/forward' and gpu_ns > 0"
+    report $f nvtx
+    check "$T/$f.nvtx.json" \
+        'all(sum(r["path"].endswith(n) and r["ranks"] == 2 and r["gpu_us"] > 0 for r in d["ranges"]) == 4 for n in ("train_step/train_step", "/forward/forward"))'
+    # One host, clocks from the MPI ping-pong: rank 1 within a microsecond,
+    # checked against 88 collectives with no clock condition violation.
+    report $f clocks
+    check "$T/$f.clocks.json" \
+        '[r["method"] for r in d["ranks"]] == ["mpi", "mpi"] and abs(d["ranks"][1]["offset_ns"]) < 1000 and d["ranks"][1]["check_samples"] == 88 and d["ranks"][1]["violations"] == 0'
+    sql $f "ProfilerSteps 4..7" "select substr(value, 1, 18) from meta where key = 'trimmed_from'"
+done
+
+# The injected 20 ms: rank 1 enters every forward at least 15 ms late; in
+# the clean run no forward is that late.
+sql nccl2_straggler1 "4|1|1" "select count(*), min(late_rank), max(late_rank) from nvtx_stitched
+                              where path = 'train_step/train_step/forward' and skew_ns >= 15000000"
+sql nccl2_clean "0" "select count(*) from nvtx_stitched
+                     where path = 'train_step/train_step/forward' and skew_ns >= 15000000"
+# The verdict: rank 1, late in every allreduce.
+report nccl2_straggler1 stragglers
+check "$T/nccl2_straggler1.stragglers.json" \
+    'd["straggler"] == 1 and d["evidence"].startswith("rank 1 entered last in 88 of 88 allreduces") and d["ranks"][1]["late_count"] == 88'
+sql nccl2_straggler1 "|1|1|88|88" \
+    "select step, straggler, candidate, instances, late_count from straggler_verdicts"
+
+# ---- every topic on every fixture ----
+for f in $FIXTURES; do
+    for topic in summary temporal overlap idle kernels steps clocks stragglers collectives nvtx; do
+        report $f $topic
+        python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$T/$f.$topic.json" 2>/dev/null ||
+            fail "report $f $topic: not JSON"
+    done
+    "$H" report "$T/$f.db" >/dev/null 2>&1 || fail "report $f (table)"
+done
+
+# ---- serve: the stragglers API on the straggler run ----
+if command -v curl >/dev/null; then
+    "$H" serve "$T/nccl2_straggler1.db" --listen 127.0.0.1:0 2>"$T/serve.err" &
+    pids+=($!)
+    PORT=
+    for _ in $(seq 100); do
+        PORT=$(sed -n 's|.*http://127\.0\.0\.1:\([0-9]*\)/.*|\1|p' "$T/serve.err")
+        [ -n "$PORT" ] && break
+        sleep 0.1
+    done
+    if [ -z "$PORT" ]; then
+        fail "serve did not start: $(cat "$T/serve.err")"
+    else
+        code=$(curl -s --max-time 10 -o "$T/api.json" -w '%{http_code}' "http://127.0.0.1:$PORT/api/report/stragglers")
+        [ "$code" = 200 ] || fail "GET /api/report/stragglers: HTTP $code"
+        check "$T/api.json" 'd["straggler"] == 1 and d["ranks"][1]["late_count"] == 88'
+    fi
+else
+    fail "curl is not installed"
+fi
+
+[ "$fails" -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
+echo "ok"

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# `--capture LIST` on the main job: which sources are read. With kineto the
+# synthetic workload's trace files reach the database; without it they are
+# found but not read; an unknown source is a usage error naming it. (The
+# live sources cupti/nvtx/nccl need a GPU: tests/gpu/run_device.sh.)
+set -u
+H=${HTAMERGE:?}; S=${HTAMERGE_SYNTH:-$(dirname "$H")/htamerge-synth}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_rmaps_base_oversubscribe=1
+export ASAN_OPTIONS=${ASAN_OPTIONS:-}:detect_leaks=0
+T=$(mktemp -d "${HM_TMPDIR:-/tmp}/capture.XXXXXX"); trap 'rm -rf "$T"' EXIT
+cd "$T" || exit 1
+fails=0
+fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+sql1() { "$H" sql "$1" "$2" --format csv | tail -n 1; }
+
+timeout -k 5 120 mpirun -n 2 "$H" -o all.db --capture kineto,nvtx "$S" --steps 3 > all.log 2>&1 ||
+    { fail "run with --capture kineto,nvtx"; tail -5 all.log >&2; }
+n_all=$(sql1 all.db 'SELECT count(*) FROM slices')
+[ "${n_all:-0}" -gt 100 ] || fail "--capture kineto read only ${n_all:-0} slices"
+
+timeout -k 5 120 mpirun -n 2 "$H" -o none.db --capture none "$S" --steps 3 > none.log 2>&1 ||
+    { fail "run with --capture none"; tail -5 none.log >&2; }
+[ "$(sql1 none.db 'SELECT count(*) FROM slices')" = 0 ] || fail "--capture none still read trace files"
+[ "$(sql1 none.db 'SELECT count(*) FROM ranks WHERE complete')" = 2 ] || fail "--capture none: ranks not complete"
+
+timeout -k 5 60 "$H" -o bad.db --capture kineto,cuda "$S" --steps 1 > bad.log 2>&1
+rc=$?
+[ $rc = 2 ] || fail "unknown capture source: exit $rc, want 2"
+grep -q "unknown source 'cuda'" bad.log || { fail "no message naming the unknown source"; cat bad.log >&2; }
+[ ! -e bad.db ] || fail "a usage error still wrote bad.db"
+
+"$H" help run | grep -q -- "--capture LIST" || fail "help run does not document --capture"
+[ $fails = 0 ] && echo "capture flag: ok (kineto: $n_all slices; none: 0)"
+exit $((fails > 0))

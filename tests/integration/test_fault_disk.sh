@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Fault injection, the disk fills (issue 9): the output lives on a small
+# tmpfs. A live run that fills it mid-way must stop the whole job at once
+# (no rank left waiting), exit non-zero, say "disk is full", and leave a
+# file that passes integrity_check with whole batches only; a run whose
+# disk is full from the start fails the same way; ingest (temporary file +
+# rename) leaves no file at all. Skipped where mounting is not permitted.
+set -u
+H=${HTAMERGE:?}; S=${HTAMERGE_SYNTH:-$(dirname "$H")/htamerge-synth}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_rmaps_base_oversubscribe=1
+export ASAN_OPTIONS=${ASAN_OPTIONS:-}:detect_leaks=0
+# Killed ranks cannot remove their trace folders ($TMPDIR/htamerge-PID-MS):
+# keep them in a folder of this test's own (short: Open MPI puts sockets there).
+TMPDIR=$(mktemp -d /tmp/hmf.XXXXXX); export TMPDIR
+T=$(mktemp -d "${HM_TMPDIR:-/tmp}/fault_disk.XXXXXX")
+cd "$T" || exit 1
+T=$(pwd -P)
+mkdir mnt
+cleanup() { cd /; [ -n "${KEEP:-}" ] && mkdir -p "$T/kept" && cp -a "$T/mnt/." "$T/kept/"; umount "$T/mnt" 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$T" "$TMPDIR"; }
+trap cleanup EXIT
+if ! mount -t tmpfs -o size=6m tmpfs mnt 2>/dev/null; then
+    echo "SKIP: cannot mount a tmpfs here (not root, or no CAP_SYS_ADMIN)"
+    exit 0
+fi
+fails=0
+fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+sql1() { "$H" sql "$1" "$2" --format csv | tail -n 1; }
+mine() { # processes of this test still running (found by working directory)
+    local p n=0
+    for p in $(pgrep -x htamerge) $(pgrep -x htamerge-synth); do
+        [ "$(readlink /proc/$p/cwd 2>/dev/null)" = "$T" ] && n=$((n + 1))
+    done
+    echo $n
+}
+wait_gone() {
+    for _ in $(seq 1 100); do [ "$(mine)" = 0 ] && return 0; sleep 0.1; done
+    fail "$1: processes still running after mpirun returned"
+}
+
+# 1. Full mid-run: 3 ranks x 300 steps is ~20 MB of WAL, the disk holds 6.
+t0=$(date +%s)
+timeout -k 5 90 mpirun -n 3 "$H" -o mnt/run.db "$S" --steps 300 --step-ms 10 --cycle 2 > run.log 2>&1
+rc=$?
+wait_gone mid-run
+secs=$(( $(date +%s) - t0 ))
+[ $rc != 0 ] && [ $rc != 124 ] || fail "mid-run: mpirun exit $rc (124: it hung)"
+grep -q "mnt/run.db: .*disk is full" run.log || { fail "mid-run: no 'disk is full' message"; cat run.log >&2; }
+[ "$(sqlite3 mnt/run.db 'PRAGMA integrity_check')" = ok ] || fail "mid-run: integrity_check"
+bad=$(sql1 mnt/run.db "WITH s AS (SELECT t.rank, count(*) AS n FROM slices s JOIN tracks t ON t.id = s.track GROUP BY 1),
+    st AS (SELECT rank, count(*) AS n FROM steps GROUP BY 1)
+  SELECT count(*) FROM ranks r LEFT JOIN s ON s.rank = r.rank LEFT JOIN st ON st.rank = r.rank
+  WHERE coalesce(s.n, 0) != 128 * coalesce(st.n, 0) OR coalesce(st.n, 0) != 2 * r.batches")
+[ "$bad" = 0 ] || fail "mid-run: $bad ranks hold partial batches"
+kept=$(sql1 mnt/run.db 'SELECT count(*) FROM steps')
+[ "${kept:-0}" -gt 0 ] || fail "mid-run: nothing committed before the disk filled"
+[ "$(sql1 mnt/run.db 'SELECT count(*) FROM ranks WHERE complete')" = 0 ] || fail "mid-run: ranks marked complete"
+# The report judges a "running" file by whether its merger still exists;
+# a killed rank may linger a moment as a zombie after mpirun returns.
+for _ in $(seq 1 50); do
+    "$H" report mnt/run.db summary > sum.txt 2>&1 && grep -q "run_status: incomplete" sum.txt && break
+    sleep 0.1
+done
+grep -q "run_status: incomplete" sum.txt || { fail "mid-run: not reported incomplete"; cat sum.txt >&2; }
+echo "disk full mid-run: exit $rc after $secs s, $kept steps committed, file intact"
+
+# 2. Full before the first commit: same outcome, nothing to keep.
+rm -f mnt/*
+head -c $((6 * 1024 * 1024)) /dev/zero > mnt/filler 2>/dev/null
+timeout -k 5 60 mpirun -n 2 "$H" -o mnt/start.db "$S" --steps 4 > start.log 2>&1
+rc=$?
+wait_gone start
+[ $rc != 0 ] && [ $rc != 124 ] || fail "full at start: mpirun exit $rc (124: it hung)"
+grep -q "mnt/start.db: .*disk is full" start.log || { fail "full at start: no 'disk is full' message"; cat start.log >&2; }
+rm -f mnt/*
+
+# 3. ingest writes a temporary file and renames it: on a full disk it
+#    fails with the reason and leaves neither file behind.
+umount mnt && mount -t tmpfs -o size=2m tmpfs mnt || fail "remount"
+"$H" ingest -o mnt/x.db "$HM_SOURCE_DIR/tests/fixtures/hta/nccl_parser_config" > ingest.log 2>&1
+rc=$?
+[ $rc = 1 ] || fail "ingest on a full disk: exit $rc, expected 1"
+grep -q "mnt/x.db: .*disk is full" ingest.log || fail "ingest on a full disk: no 'disk is full' message"
+[ -z "$(ls -A mnt)" ] || fail "ingest on a full disk left files: $(ls -A mnt)"
+
+[ "$fails" = 0 ] && echo ok || { echo "$fails failures" >&2; exit 1; }
