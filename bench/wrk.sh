@@ -77,9 +77,17 @@ for _ in $(seq 100); do
 done
 [ -n "$PORT" ] || die "server did not start: $(cat "$BENCH_DIR/serve.err")"
 URL=http://127.0.0.1:$PORT
-SPAN=$(curl -s "$URL/api/run" | python3 -c 'import json,sys; print(int(json.load(sys.stdin)["span_ns"]))')
+# The first answer reads a cold file (a minute on a busy machine): retried.
+SPAN=
+for _ in 1 2 3 4 5; do
+    SPAN=$(curl -s --max-time 300 "$URL/api/run" |
+        python3 -c 'import json,sys; print(int(json.load(sys.stdin)["span_ns"]))' 2>/dev/null) && break
+    say "no answer from /api/run yet (server alive: $(kill -0 $SRV 2>/dev/null && echo yes || echo no))"
+    sleep 2
+done
+[ -n "$SPAN" ] || die "the server does not answer /api/run: $(cat "$BENCH_DIR/serve.err")"
 rss() { sed -n "s/^$1:[[:space:]]*\([0-9]*\).*/\1/p" /proc/$SRV/status; }
-curl -s -o /dev/null "$URL/api/report/stragglers"   # first answer: opens and caches
+curl -s --max-time 300 -o /dev/null "$URL/api/report/stragglers"   # first answer: opens and caches
 rss0=$(rss VmRSS)
 
 # One wrk run: prints "label|rps|p50|p95|p99|max|requests|errors".

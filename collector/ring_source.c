@@ -109,6 +109,30 @@ void col_ring_free(struct col_ring *r)
     free(r);
 }
 
+/* The C++ runtime's demangler (libstdc++, linked by collector/CMakeLists.txt;
+ * the C++ ABI gives it C linkage). */
+extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+
+/* Interns a ring string; a mangled C++ name ("_Z39ncclDevKernel_...", as
+ * CUPTI gives kernel names when the profiled process has no demangler of
+ * its own) is stored demangled, as Kineto stores it. */
+static hm_strid intern_ring_text(struct col_ring *r, const char *text, size_t len)
+{
+    char buf[4096], *plain;
+    int status = -1;
+    hm_strid id;
+
+    if (len < 3 || text[0] != '_' || text[1] != 'Z' || len >= sizeof buf)
+        return hm_strtab_intern(r->names, text, len);
+    memcpy(buf, text, len);
+    buf[len] = '\0';
+    plain = __cxa_demangle(buf, NULL, NULL, &status);
+    id = status == 0 && plain ? hm_strtab_intern(r->names, plain, strlen(plain))
+                              : hm_strtab_intern(r->names, text, len);
+    free(plain);
+    return id;
+}
+
 /* The batch id of a ring string id (0 if unknown or none). */
 static hm_strid str_of(struct col_ring *r, uint32_t ring_id)
 {
@@ -190,7 +214,10 @@ static void on_nccl(struct col_ring *r, const void *p, uint32_t len)
     char id[32];
 
     memcpy(&x, p, len < sizeof x ? len : sizeof x);
-    s = new_slice(r, HM_TRACK_GPU_STREAM, x.device, x.stream, x.ts, x.dur, x.func, HM_CAT_KERNEL);
+    /* The plugin's GPU-side span lies inside the NCCL kernel CUPTI reports:
+     * not a kernel of its own, or the kernel analyses would count the
+     * communication twice. */
+    s = new_slice(r, HM_TRACK_GPU_STREAM, x.device, x.stream, x.ts, x.dur, x.func, HM_CAT_COLLECTIVE_COMM);
     if (!s)
         return;
     s->flags = HM_SLICE_F_STREAM_ARG;
@@ -233,7 +260,7 @@ static int on_record(void *ctx, uint16_t type, const void *p, uint32_t len)
             return 0;
         memcpy(&h, p, sizeof h);
         if (h.id && h.len <= len - sizeof h) {
-            hm_strid nid = hm_strtab_intern(r->names, (const char *)p + sizeof h, h.len);
+            hm_strid nid = intern_ring_text(r, (const char *)p + sizeof h, h.len);
             if (nid != UINT32_MAX)
                 idmap_put(&r->map, h.id, nid);
         }

@@ -321,6 +321,8 @@ static int analyse(struct mrg_live *m, struct hm_err *err)
             continue;
         if (rc == 0)
             rc = an_hta_run_modes(b, modes, 2, res, err);
+        if (rc == 0)
+            rc = mrg_writer_store_iterations(m->w, b, err);
         hm_batch_free(b);
         if (rc)
             return rc;

@@ -179,6 +179,9 @@ struct scratch {
 
 struct mrg_writer {
     sqlite3 *db;                     /* owned */
+    int64_t *loaded_ids;             /* owned: slices.id of each slice of the last
+                                        mrg_writer_load_rank batch, in its order */
+    size_t nloaded;
     char *final_path, *tmp_path;     /* owned */
     sqlite3_stmt *st[ST__COUNT];     /* owned */
     struct hm_strtab *strings;       /* owned; its ids are strings.id */
@@ -1134,6 +1137,7 @@ static void close_db(struct mrg_writer *w)
 
 static void writer_free(struct mrg_writer *w)
 {
+    free(w->loaded_ids);
     for (int i = 0; i < w->nranks; i++) {
         HM_VEC_FREE(w->ranks[i].tracks);
         HM_VEC_FREE(w->ranks[i].files);
@@ -1484,8 +1488,9 @@ struct mrg_writer *mrg_writer_reopen(const char *path, struct hm_err *err)
     int rc;
 
     if (!w || !path || !*path || strlen(path) > PATH_MAX) {
+        hm_err_set(err, w ? HM_EINVAL : HM_ENOMEM, path, -1, "%s",
+                   w ? "invalid database path" : "out of memory");
         free(w);
-        hm_err_set(err, w ? HM_EINVAL : HM_ENOMEM, path, -1, "invalid database path");
         return NULL;
     }
     /* In place like a live file: _finish neither renames nor publishes,
@@ -1768,11 +1773,40 @@ int mrg_writer_load_rank(struct mrg_writer *w, int rank, struct hm_batch **out, 
     rc = load_slices(w, rank, b, &ids, err);
     if (rc == 0)
         rc = load_steps(w, rank, b, ids, err);
-    free(ids);
+    free(w->loaded_ids);
+    w->loaded_ids = rc == 0 ? ids : NULL;
+    w->nloaded = rc == 0 ? b->slices.n : 0;
+    if (rc)
+        free(ids);
     if (rc) {
         hm_batch_free(b);
         return rc;
     }
     *out = b;
+    return 0;
+}
+
+int mrg_writer_store_iterations(struct mrg_writer *w, const struct hm_batch *b, struct hm_err *err)
+{
+    sqlite3_stmt *st = NULL;
+    int rc;
+
+    if (!w->loaded_ids || b->slices.n != w->nloaded)
+        return fail(w, err, HM_EINVAL, b->info.rank, "storing iterations of a batch that was not loaded");
+    if (sqlite3_prepare_v2(w->db, "UPDATE slices SET iteration = ?2 WHERE id = ?1", -1, &st, NULL) != SQLITE_OK)
+        return fail_sql(w, err, "storing iterations");
+    for (size_t i = 0; i < b->slices.n; i++) {
+        if (b->slices.v[i].iteration == HM_NONE)
+            continue;
+        sqlite3_bind_int64(st, 1, w->loaded_ids[i]);
+        sqlite3_bind_int(st, 2, b->slices.v[i].iteration);
+        rc = sqlite3_step(st);
+        sqlite3_reset(st);
+        if (rc != SQLITE_DONE) {
+            sqlite3_finalize(st);
+            return fail_sql(w, err, "storing iterations");
+        }
+    }
+    sqlite3_finalize(st);
     return 0;
 }

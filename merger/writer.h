@@ -50,7 +50,8 @@ void mrg_writer_abort(struct mrg_writer *w);
  * stored clocks as they are, and _realign_all is refused, so the caller
  * runs the analyses with live = 1 or no_refine = 1. Empty the derived
  * tables first (mrg_cross_rank_clear). NULL with err filled (HM_EIO: cannot
- * open; HM_EFORMAT: not an htamerge database). */
+ * open; HM_ESQL: SQLite refused it, e.g. not a database; HM_EFORMAT: a
+ * database without htamerge's meta). */
 struct mrg_writer *mrg_writer_reopen(const char *path, struct hm_err *err);
 
 /* --- Ranks ------------------------------------------------------------- */
@@ -132,6 +133,11 @@ int mrg_writer_update_clock(struct mrg_writer *w, int rank, int64_t offset_ns, d
 /* Reads back everything stored for rank as one batch (aligned times, no
  * base), for the analyses. HM_EEMPTY if the rank has nothing. */
 int mrg_writer_load_rank(struct mrg_writer *w, int rank, struct hm_batch **out, struct hm_err *err);
+
+/* Writes each slice's iteration (ProfilerStep number) of b, the batch the
+ * last mrg_writer_load_rank returned, once the analyses have assigned them:
+ * live runs store slices before their steps are known. */
+int mrg_writer_store_iterations(struct mrg_writer *w, const struct hm_batch *b, struct hm_err *err);
 
 /* --- Cross-rank analyses (merger/cross_rank.c) ------------------------ */
 

@@ -85,7 +85,10 @@ struct qry_lod {
     struct lod_nvgroup *nvg;     /* owned */
     size_t nnvg;
     bool nv_loaded;
-    sqlite3_stmt *scan, *rows, *row1, *str;   /* owned */
+    int64_t *coll_slice, *coll_id;   /* owned: slice -> collectives row, by slice */
+    size_t ncoll;
+    bool colls_loaded;
+    sqlite3_stmt *scan, *rows, *row1, *str, *src;   /* owned */
 };
 
 /* One request's scratch: per-column accumulators and the name table. */
@@ -151,10 +154,10 @@ static int load_tracks(struct qry_lod *l, struct hm_err *err)
 static int prepare_all(struct qry_lod *l, struct hm_err *err)
 {
     const char *sql[] = {hm_sql_timeline_track_scan, hm_sql_timeline_rows, hm_sql_timeline_row,
-                         hm_sql_timeline_string};
-    sqlite3_stmt **st[] = {&l->scan, &l->rows, &l->row1, &l->str};
+                         hm_sql_timeline_string, hm_sql_timeline_rows_src};
+    sqlite3_stmt **st[] = {&l->scan, &l->rows, &l->row1, &l->str, &l->src};
 
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 5; i++)
         if (sqlite3_prepare_v3(l->db, sql[i], -1, SQLITE_PREPARE_PERSISTENT, st[i], NULL) != SQLITE_OK)
             return hm_err_set(err, HM_ESQL, NULL, -1, "timeline: %s", sqlite3_errmsg(l->db));
     return 0;
@@ -207,7 +210,10 @@ void qry_lod_free(struct qry_lod *l)
     free(l->tracks);
     free(l->nv);
     free(l->nvg);
+    free(l->coll_slice);
+    free(l->coll_id);
     sqlite3_finalize(l->scan);
+    sqlite3_finalize(l->src);
     sqlite3_finalize(l->rows);
     sqlite3_finalize(l->row1);
     sqlite3_finalize(l->str);
@@ -316,7 +322,56 @@ static void pyramid_fill(struct lod_track *t, const struct scan *s)
         }
 }
 
-static void row_read(sqlite3_stmt *st, struct lod_row *r)
+/* Reads the slice -> collective map once (timeline_colls.sql). */
+static int colls_load(struct qry_lod *l, struct hm_err *err)
+{
+    sqlite3_stmt *st = NULL;
+    size_t cap = 0;
+    int rc;
+
+    if (l->colls_loaded)
+        return 0;
+    rc = sqlite3_prepare_v2(l->db, hm_sql_timeline_colls, -1, &st, NULL);
+    while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (l->ncoll == cap) {
+            size_t ncap = cap ? 2 * cap : 1024;
+            int64_t *a = realloc(l->coll_slice, ncap * sizeof *a), *b = a ? realloc(l->coll_id, ncap * sizeof *b) : NULL;
+            if (a)
+                l->coll_slice = a;
+            if (!b) {
+                sqlite3_finalize(st);
+                return hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
+            }
+            l->coll_id = b;
+            cap = ncap;
+        }
+        l->coll_slice[l->ncoll] = sqlite3_column_int64(st, 0);
+        l->coll_id[l->ncoll++] = sqlite3_column_int64(st, 1);
+        rc = SQLITE_OK;
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE && rc != SQLITE_OK)
+        return hm_err_set(err, HM_ESQL, NULL, -1, "timeline collectives: %s", sqlite3_errmsg(l->db));
+    l->colls_loaded = true;
+    return 0;
+}
+
+/* The collectives row of slice id, 0 when none. */
+static int64_t coll_of(const struct qry_lod *l, int64_t id)
+{
+    size_t lo = 0, hi = l->ncoll;
+
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (l->coll_slice[mid] < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < l->ncoll && l->coll_slice[lo] == id ? l->coll_id[lo] : 0;
+}
+
+static void row_read(const struct qry_lod *l, sqlite3_stmt *st, struct lod_row *r)
 {
     r->id = sqlite3_column_int64(st, 0);
     r->ts = sqlite3_column_int64(st, 1);
@@ -324,7 +379,7 @@ static void row_read(sqlite3_stmt *st, struct lod_row *r)
     r->depth = sqlite3_column_int(st, 3);
     r->name = sqlite3_column_int64(st, 4);
     r->cat = sqlite3_column_int(st, 5);
-    r->coll = sqlite3_column_int64(st, 6);
+    r->coll = coll_of(l, r->id);
 }
 
 /* Keeps the slices at least one level-0 bucket long, with their details. */
@@ -346,7 +401,7 @@ static int wide_collect(struct qry_lod *l, struct lod_track *t, const struct sca
         sqlite3_reset(l->row1);
         sqlite3_bind_int64(l->row1, 1, s->id[j]);
         if (sqlite3_step(l->row1) == SQLITE_ROW)
-            row_read(l->row1, &wd->r);
+            row_read(l, l->row1, &wd->r);
         if (s->ts[j] + s->dur[j] > maxend)
             maxend = s->ts[j] + s->dur[j];
         wd->maxend = maxend;
@@ -500,7 +555,7 @@ static int fetch_rows(struct lod_req *q, const struct lod_track *t, int64_t from
             q->truncated = true;
             break;
         }
-        row_read(st, &r);
+        row_read(q->lod, st, &r);
         if (r.ts + r.dur > q->a && rows_push(q, &r))
             return hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
     }
@@ -562,12 +617,61 @@ static void emit_dense(struct lod_req *q)
     }
 }
 
-/* Fine window: every slice in range is read; columns count and cover them. */
+/* Appends the narrow slices of track starting in [from, to) to q->rows,
+ * position only (depth -1: details not read yet). */
+static int fetch_src(struct lod_req *q, const struct lod_track *t, int64_t from, int64_t to, struct hm_err *err)
+{
+    sqlite3_stmt *st = q->lod->src;
+    int rc;
+
+    sqlite3_reset(st);
+    sqlite3_bind_int64(st, 1, t->id);
+    sqlite3_bind_int64(st, 2, from);
+    sqlite3_bind_int64(st, 3, to);
+    sqlite3_bind_int64(st, 4, INT64_C(1) << t->shift);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        struct lod_row r = {.id = sqlite3_column_int64(st, 0), .ts = sqlite3_column_int64(st, 1),
+                            .dur = sqlite3_column_int64(st, 2), .depth = -1};
+        if (q->nrows >= LOD_ROW_CAP) {
+            q->truncated = true;
+            break;
+        }
+        if (r.ts + r.dur > q->a && rows_push(q, &r))
+            return hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return hm_err_set(err, HM_ESQL, NULL, -1, "timeline rows: %s", sqlite3_errmsg(q->lod->db));
+    return 0;
+}
+
+/* Reads what drawing needs of a row fetch_src left bare. */
+static int row_details(struct lod_req *q, struct lod_row *r, struct hm_err *err)
+{
+    sqlite3_stmt *st = q->lod->row1;
+    int rc;
+
+    if (r->depth >= 0)
+        return 0;
+    sqlite3_reset(st);
+    sqlite3_bind_int64(st, 1, r->id);
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW)
+        row_read(q->lod, st, r);
+    sqlite3_reset(st);
+    if (rc != SQLITE_ROW)
+        return hm_err_set(err, HM_ESQL, NULL, -1, "timeline row %lld: %s", (long long)r->id,
+                          rc == SQLITE_DONE ? "gone" : sqlite3_errmsg(q->lod->db));
+    return 0;
+}
+
+/* Fine window: every slice in range is counted (index-only); columns count
+ * and cover them; only the slices drawn one by one are looked up. */
 static int track_fine(struct lod_req *q, const struct lod_track *t, struct hm_err *err)
 {
     int64_t width = INT64_C(1) << t->shift, cover = INT64_MIN;
     bool first = true;
-    int rc = fetch_rows(q, t, q->a - width, q->b, err);
+    int rc = fetch_src(q, t, q->a - width, q->b, err);
 
     for (size_t i = wide_first(t, q->a); rc == 0 && i < t->nwide && t->wide[i].r.ts < q->b; i++)
         if (t->wide[i].r.ts + t->wide[i].r.dur > q->a && rows_push(q, &t->wide[i].r))
@@ -586,10 +690,13 @@ static int track_fine(struct lod_req *q, const struct lod_track *t, struct hm_er
         }
     }
     qry_buf_puts(q->out, "\"lod\":\"fine\",\"slices\":[");
-    for (size_t i = 0; i < q->nrows; i++)
-        if ((double)q->rows[i].dur >= q->w || q->cnt[col_of(q, q->rows[i].ts)] <= QRY_LOD_MAX_PER_COL)
-            emit(q, &q->rows[i], &first);
-    return 0;
+    for (size_t i = 0; i < q->nrows && rc == 0; i++)
+        if ((double)q->rows[i].dur >= q->w || q->cnt[col_of(q, q->rows[i].ts)] <= QRY_LOD_MAX_PER_COL) {
+            rc = row_details(q, &q->rows[i], err);
+            if (rc == 0)
+                emit(q, &q->rows[i], &first);
+        }
+    return rc;
 }
 
 /* Coarse window: columns take the counts of the coarsest pyramid level with
@@ -909,6 +1016,10 @@ int qry_timeline(struct qry_lod *l, const struct qry_window *w, struct qry_buf *
     char *names;
     int rc = req_init(&q, l, w, out);
 
+    if (rc == 0 && (rc = colls_load(l, err)) != 0) {
+        req_free(&q);
+        return rc;
+    }
     if (rc != 0 || w->t1 <= w->t0 || w->px < 1 || w->px > QRY_MAX_PX) {
         req_free(&q);
         return rc ? hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory")

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Browser test of the web viewer: a 4-rank synthetic run with a straggler
-# (rank 2), served by `htamerge serve`, driven by Debian's chromium through
-# playwright-core (viewer.test.mjs). Screenshots go to $HM_TMPDIR/browser/.
+# Browser tests of the web viewer, driven by Debian's chromium through
+# playwright-core: a 4-rank synthetic run with a straggler (rank 2), served
+# by `htamerge serve` (viewer.test.mjs); then live mode: the page opened on
+# `mpirun -n 2 htamerge --serve` while the job runs (live.test.mjs).
+# Screenshots go to $HM_TMPDIR/browser/.
 # Skips (exit 0) only when chromium or node_modules are missing:
 #   apt-get install -y chromium nodejs npm && (cd tests/browser && npm ci)
 set -u
@@ -16,8 +18,12 @@ fi
 out=${HM_TMPDIR:-/tmp}/browser
 T=$(mktemp -d "${TMPDIR:-/tmp}/hm_browser.XXXXXX")
 mkdir -p "$out"
-pid=
-cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$T"; }
+pid= lpid=
+cleanup() {
+    [ -n "$pid" ] && kill "$pid" 2>/dev/null
+    [ -n "$lpid" ] && kill -INT "$lpid" 2>/dev/null   # mpirun passes Ctrl-C on to its ranks
+    wait 2>/dev/null; rm -rf "$T"
+}
 trap cleanup EXIT
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
@@ -38,5 +44,24 @@ done
 if [ -z "$port" ]; then echo "FAIL: server did not start"; cat "$T/serve.err"; exit 1; fi
 timeout -k 5 120 node "$here/viewer.test.mjs" "http://127.0.0.1:$port/" "$out" "$CHROMIUM"
 rc=$?
+kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; pid=
+
+# Live mode: 100 steps of 200 ms (20 s), a trace file every 2 steps; rank 0
+# serves the file while the job writes it and after it ends, until Ctrl-C.
+lport=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+timeout -k 5 150 mpirun --oversubscribe -n 2 "$H" -o "$T/live.db" --serve "127.0.0.1:$lport" \
+    "$SYN" --steps 100 --step-ms 200 --cycle 2 >"$T/live.log" 2>&1 &
+lpid=$!
+up=
+for _ in $(seq 200); do
+    curl -s -m 1 -o /dev/null "http://127.0.0.1:$lport/api/run" && up=1 && break
+    sleep 0.1
+done
+if [ -z "$up" ]; then
+    echo "FAIL: the live server did not start"; cat "$T/live.log"; rc=1
+else
+    timeout -k 5 150 node "$here/live.test.mjs" "http://127.0.0.1:$lport/" "$out" "$CHROMIUM" || rc=1
+fi
+kill -INT "$lpid" 2>/dev/null; wait "$lpid" 2>/dev/null; lpid=
 echo "screenshots: $out"
 exit $rc

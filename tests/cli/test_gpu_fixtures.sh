@@ -43,9 +43,9 @@ report() { # DB TOPIC: JSON into $T/DB.TOPIC.json
 }
 
 # ---- cuda: the CUDA C program (device_results.txt, part 1) ----
-sql cuda "kernel|220
-gpu_memcpy|40
-gpu_memset|20" "select c.name, count(*) from slices s join categories c on c.id = s.cat
+sql cuda "gpu_memcpy|40
+gpu_memset|20
+kernel|220" "select c.name, count(*) from slices s join categories c on c.id = s.cat
                 where c.name in ('kernel', 'gpu_memcpy', 'gpu_memset') group by 1 order by 1"
 sql cuda "add(float*, float const*, int)|100
 scale(float*, int, float)|100
@@ -109,18 +109,54 @@ sql nccl2_clean "0" "select count(*) from nvtx_stitched
 report nccl2_straggler1 stragglers
 check "$T/nccl2_straggler1.stragglers.json" \
     'd["straggler"] == 1 and d["evidence"].startswith("rank 1 entered last in 88 of 88 allreduces") and d["ranks"][1]["late_count"] == 88'
-sql nccl2_straggler1 "|1|1|88|88" \
-    "select step, straggler, candidate, instances, late_count from straggler_verdicts"
+sql nccl2_straggler1 "1|1|1|88|88" \
+    "select count(*), straggler, candidate, instances, late_count from straggler_verdicts"
+
+# ---- htamerge-reanalyse (mrg_writer_reopen): the fixtures' derived tables
+# are what a re-analysis in place gives, again; a bad file stays untouched ----
+RE=${HTAMERGE_REANALYSE:-$(dirname "$H")/htamerge-reanalyse}
+DERIVED="collective_instances collective_instance_ranks clock_checks straggler_verdicts nvtx_stitched nvtx_stitched_ranks step_breakdown"
+dump() { python3 -c 'import sqlite3,sys
+db = sqlite3.connect(sys.argv[1])
+for t in sys.argv[2:]:
+    for r in sorted(db.execute("select * from " + t), key=repr): print(t, r)
+print("views", db.execute("select count(*) from sqlite_master where type = \"view\"").fetchone())' "$@"; }
+if [ -x "$RE" ]; then
+    cp "$T/nccl2_straggler1.db" "$T/re.db"
+    dump "$T/re.db" $DERIVED > "$T/re.before"
+    "$RE" "$T/re.db" 2>"$T/re.err" || fail "reanalyse: exit $? ($(cat "$T/re.err"))"
+    grep -q "(live)" "$T/re.err" || fail "reanalyse: a live run's file not analysed as live: $(cat "$T/re.err")"
+    dump "$T/re.db" $DERIVED > "$T/re.after"
+    cmp -s "$T/re.before" "$T/re.after" || fail "reanalyse changed the derived tables: $(diff "$T/re.before" "$T/re.after" | head -5)"
+    printf 'not a database\n' > "$T/bad.db"
+    "$RE" "$T/bad.db" 2>"$T/bad.err"; rc=$?
+    [ $rc = 1 ] && grep -q "not a database" "$T/bad.err" || fail "reanalyse bad.db: exit $rc, $(cat "$T/bad.err")"
+    [ "$(cat "$T/bad.db")" = "not a database" ] || fail "reanalyse changed a file it refused"
+    "$RE" "$T/missing.db" 2>/dev/null; [ $? = 1 ] || fail "reanalyse of a missing file should exit 1"
+    [ ! -e "$T/missing.db" ] || fail "reanalyse created a missing file"
+    "$RE" 2>/dev/null; [ $? = 2 ] || fail "reanalyse without a file should exit 2"
+else
+    fail "htamerge-reanalyse not found at $RE"
+fi
 
 # ---- every topic on every fixture ----
 for f in $FIXTURES; do
     for topic in summary temporal overlap idle kernels steps clocks stragglers collectives nvtx; do
         report $f $topic
-        python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$T/$f.$topic.json" 2>/dev/null ||
-            fail "report $f $topic: not JSON"
     done
     "$H" report "$T/$f.db" >/dev/null 2>&1 || fail "report $f (table)"
 done
+python3 - "$T"/*.json <<'EOF' || fail "a report's output is not JSON"
+import json, sys
+bad = []
+for path in sys.argv[1:]:
+    try:
+        json.load(open(path))
+    except ValueError as e:
+        bad.append("%s: %s" % (path, e))
+print("\n".join(bad), file=sys.stderr)
+sys.exit(1 if bad else 0)
+EOF
 
 # ---- serve: the stragglers API on the straggler run ----
 if command -v curl >/dev/null; then

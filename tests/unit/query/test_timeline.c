@@ -3,7 +3,10 @@
  * pixel column and summarises the rest (count, busy fraction); counts are
  * conserved; wide slices and slices reaching in from before the window are
  * always sent; a file without the slices_track_ts index (a live run) gives
- * the same answers through the temp copy. */
+ * the same answers through the temp copy. The stitched NVTX row: every
+ * range in the window is sent or counted by the entry standing for its
+ * column (compared with a brute-force count), wide ones always one by one;
+ * /api/nvtx/{id} gives one range on every rank. */
 #include "test.h"
 
 #include <math.h>
@@ -67,6 +70,24 @@ static sqlite3 *make_db(bool indexed)
             add_slice(st, 3, t, 1 + (int64_t)((x >> (i % 40)) % 100), 0, 3);
     }
     sqlite3_finalize(st);
+    /* Stitched NVTX, ranks 0 and 1: 50 "train_step" of 20 ms (late rank
+     * alternating 1, 0, none), a 1 ms "fwd" inside each, and 1000 "k" of
+     * 10 us every 100 us in the first 100 ms (depth 2, rank 0 only). */
+    exec(db, "INSERT INTO strings VALUES (4, 'train_step'), (5, 'fwd'), (6, 'k');"
+             "WITH RECURSIVE i(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM i WHERE n < 999)"
+             " INSERT INTO nvtx_stitched (id, name, path, step, occurrence, ranks, first_enter_ns, late_rank, skew_ns)"
+             " SELECT 1 + n, 4, 'train_step', n, 0, 2, 1000000000000000000 + n * 20000000,"
+             "        CASE n % 3 WHEN 0 THEN 1 WHEN 1 THEN 0 END, CASE n % 3 WHEN 2 THEN 0 ELSE 1000 + n END"
+             " FROM i WHERE n < 50"
+             " UNION ALL SELECT 101 + n, 5, 'train_step/fwd', n, 0, 2, 1000000000000000000 + n * 20000000, 0, 7"
+             " FROM i WHERE n < 50"
+             " UNION ALL SELECT 1001 + n, 6, 'train_step/fwd/k', 0, n, 1, 1000000000000000000 + n * 100000, NULL, 0"
+             " FROM i;"
+             "INSERT INTO nvtx_stitched_ranks (stitched, rank, slice, enter_ns, exit_ns)"
+             " SELECT id, r.rank, NULL, first_enter_ns + CASE WHEN late_rank = r.rank THEN skew_ns ELSE 0 END,"
+             "        first_enter_ns + CASE path WHEN 'train_step' THEN 20000000 WHEN 'train_step/fwd' THEN 1000000"
+             "        ELSE 10000 END"
+             " FROM nvtx_stitched, (SELECT 0 AS rank UNION ALL SELECT 1) r WHERE path != 'train_step/fwd/k' OR r.rank = 0;");
     exec(db, "COMMIT");
     if (indexed)
         exec(db, hm_sql_indexes);
@@ -204,6 +225,110 @@ static void test_bursts(struct qry_lod *lod)
     }
 }
 
+/* Brute force: the NVTX ranges of (rank, depth) overlapping [t0, t1). */
+static int nvtx_truth(sqlite3 *db, int rank, int depth, int64_t t0, int64_t t1)
+{
+    sqlite3_stmt *st = NULL;
+    int n = -1;
+    const int64_t o = INT64_C(1000000000000000000);
+
+    sqlite3_prepare_v2(db,
+                       "SELECT count(*) FROM nvtx_stitched_ranks r JOIN nvtx_stitched n ON n.id = r.stitched"
+                       " WHERE r.rank = ?1 AND length(n.path) - length(replace(n.path, '/', '')) = ?2"
+                       " AND r.exit_ns > ?3 AND r.enter_ns < ?4",
+                       -1, &st, NULL);
+    sqlite3_bind_int(st, 1, rank);
+    sqlite3_bind_int(st, 2, depth);
+    sqlite3_bind_int64(st, 3, o + t0);
+    sqlite3_bind_int64(st, 4, o + t1);
+    if (sqlite3_step(st) == SQLITE_ROW)
+        n = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    return n;
+}
+
+/* Per (rank, depth): the n of the entries add up to the ranges in the
+ * window; at most one narrow entry starts in a column; a range at least a
+ * column wide stands for itself alone. */
+static void check_nvtx(sqlite3 *db, const cJSON *doc, int64_t t0, int64_t t1, int px)
+{
+    double w = (double)(t1 - t0) / px;
+    int sum[2][3] = {{0}}, worst = 0;
+    int *per = calloc((size_t)2 * 3 * px, sizeof *per);
+    const cJSON *r;
+
+    cJSON_ArrayForEach(r, cJSON_GetObjectItem(doc, "nvtx")) {
+        int rank = cJSON_GetArrayItem(r, 0)->valueint, depth = cJSON_GetArrayItem(r, 4)->valueint;
+        double ts = cJSON_GetArrayItem(r, 2)->valuedouble, dur = cJSON_GetArrayItem(r, 3)->valuedouble;
+        int n = cJSON_GetArrayItem(r, 8)->valueint;
+        CHECK(rank >= 0 && rank < 2 && depth >= 0 && depth < 3);
+        if (rank < 0 || rank >= 2 || depth < 0 || depth >= 3)
+            continue;
+        sum[rank][depth] += n;
+        if (dur >= w)
+            CHECK_EQ_INT(n, 1);
+        else if (ts >= t0) {
+            int c = (int)floor((ts - t0) / w);
+            c = c < 0 ? 0 : c >= px ? px - 1 : c;
+            if (++per[(rank * 3 + depth) * px + c] > worst)
+                worst = per[(rank * 3 + depth) * px + c];
+        }
+    }
+    CHECK(worst <= 1);
+    for (int rank = 0; rank < 2; rank++)
+        for (int depth = 0; depth < 3; depth++)
+            CHECK_EQ_INT(sum[rank][depth], nvtx_truth(db, rank, depth, t0, t1));
+    free(per);
+}
+
+static void test_nvtx(sqlite3 *db, struct qry_lod *lod)
+{
+    const int64_t wins[][2] = {{0, 1000 * MS}, {0, 100 * MS}, {0, 2 * MS}, {55 * MS, 57 * MS}, {-5 * MS, 31 * MS},
+                               {990 * MS, 1100 * MS}, {2 * MS, 2 * MS + 5 * US}};
+    const int pxs[] = {1, 7, 100, 1000};
+    int r1[] = {1};
+    const cJSON *r, *names;
+    int seen = 0;
+
+    for (size_t i = 0; i < sizeof wins / sizeof *wins; i++)
+        for (size_t j = 0; j < sizeof pxs / sizeof *pxs; j++) {
+            cJSON *doc = window(lod, wins[i][0], wins[i][1], pxs[j], NULL, 0);
+            if (doc)
+                check_nvtx(db, doc, wins[i][0], wins[i][1], pxs[j]);
+            cJSON_Delete(doc);
+        }
+    /* Fields, on rank 1 alone: train_step #1 (late rank 0: rank 1 entered
+     * on time) and #3 (late rank 1, entered 1003 ns late). */
+    cJSON *doc = window(lod, 20 * MS, 80 * MS, 1000, r1, 1);
+    names = cJSON_GetObjectItem(doc, "names");
+    cJSON_ArrayForEach(r, cJSON_GetObjectItem(doc, "nvtx")) {
+        int id = cJSON_GetArrayItem(r, 1)->valueint;
+        CHECK_EQ_INT(cJSON_GetArrayItem(r, 0)->valueint, 1);
+        if (id == 2) {
+            seen++;
+            CHECK_EQ_INT(cJSON_GetArrayItem(r, 2)->valuedouble, 20 * MS);
+            CHECK_EQ_INT(cJSON_GetArrayItem(r, 3)->valuedouble, 20 * MS);
+            CHECK_EQ_INT(cJSON_GetArrayItem(r, 4)->valueint, 0);
+            CHECK_STR(cJSON_GetArrayItem(names, cJSON_GetArrayItem(r, 5)->valueint)->valuestring, "train_step");
+            CHECK_EQ_INT(cJSON_GetArrayItem(r, 6)->valueint, 0);
+            CHECK_EQ_INT(cJSON_GetArrayItem(r, 7)->valueint, 1001);
+        } else if (id == 4) {
+            seen++;
+            CHECK_EQ_INT(cJSON_GetArrayItem(r, 2)->valuedouble, 60 * MS + 1003);
+            CHECK_EQ_INT(cJSON_GetArrayItem(r, 6)->valueint, 1);
+        } else if (id == 3) {
+            seen++;
+            CHECK_EQ_INT(cJSON_GetArrayItem(r, 6)->valueint, -1);
+        } else if (id == 103) {
+            seen++;
+            CHECK_EQ_INT(cJSON_GetArrayItem(r, 4)->valueint, 1);
+            CHECK_STR(cJSON_GetArrayItem(names, cJSON_GetArrayItem(r, 5)->valueint)->valuestring, "fwd");
+        }
+    }
+    CHECK_EQ_INT(seen, 4);
+    cJSON_Delete(doc);
+}
+
 static void test_refusals(struct qry_lod *lod)
 {
     struct qry_window w = {10, 10, 100, NULL, 0};
@@ -237,6 +362,7 @@ static void run_all(bool indexed)
     test_slice_fields(lod);
     test_bursts(lod);
     test_refusals(lod);
+    test_nvtx(db, lod);
     test_zooms(lod);   /* again, from the built pyramids */
     qry_lod_free(lod);
     sqlite3_close(db);

@@ -1,0 +1,68 @@
+/* The live ring source: records written by a producer (as the injection
+ * library writes them) become a batch. Mangled C++ kernel names are stored
+ * demangled, and the NCCL plugin's GPU-side span is a collective on the GPU
+ * stream, not a second kernel. */
+#include <unistd.h>
+
+#include "collector/ring_source.h"
+#include "common/batch.h"
+#include "common/record.h"
+#include "common/shm_ring.h"
+#include "test.h"
+
+static void put_string(struct hm_ring *w, uint32_t id, const char *text)
+{
+    struct hm_ring_string h = {.id = id, .len = (uint32_t)strlen(text)};
+    CHECK_EQ_INT(hm_ring_write2(w, HM_RING_STRING, &h, sizeof h, text, h.len), 0);
+}
+
+int main(void)
+{
+    char name[128];
+    struct hm_err err;
+    struct col_ring *r;
+    struct hm_ring *w;
+    struct hm_batch *b;
+
+    hm_err_clear(&err);
+    snprintf(name, sizeof name, "/hm-test-ringsrc-%d", (int)getpid());
+    r = col_ring_new(name, 1 << 20, 0, &err);
+    CHECK(r != NULL);
+    w = r ? hm_ring_attach(name, &err) : NULL;
+    CHECK(w != NULL);
+    if (!r || !w)
+        return hm_test_done();
+
+    put_string(w, 1, "_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE");
+    put_string(w, 2, "_Znot a mangled name");
+    put_string(w, 3, "AllReduce");
+    put_string(w, 4, "ncclFloat32");
+    struct hm_ring_slice k = {.ts = 1000, .dur = 500, .correlation = 7, .bytes = HM_NONE, .tid = 13,
+                              .pid = 0, .name = 1, .kind = HM_TRACK_GPU_STREAM, .cat = HM_CAT_KERNEL};
+    CHECK_EQ_INT(hm_ring_write(w, HM_RING_SLICE, &k, sizeof k), 0);
+    k.ts = 2000, k.name = 2;
+    CHECK_EQ_INT(hm_ring_write(w, HM_RING_SLICE, &k, sizeof k), 0);
+    struct hm_ring_nccl_coll c = {.ts = 1100, .dur = 300, .seq = 5, .count = 1024, .comm_id = 42,
+                                  .stream = 13, .device = 0, .rank = 0, .nranks = 2, .func = 3, .dtype = 4};
+    CHECK_EQ_INT(hm_ring_write(w, HM_RING_NCCL_COLL, &c, sizeof c), 0);
+
+    b = col_ring_drain(r, 1, &err);
+    CHECK(b != NULL);
+    if (b) {
+        CHECK_EQ_INT(b->slices.n, 3);
+        CHECK_STR(hm_batch_str(b, b->slices.v[0].name),
+                  "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)");
+        CHECK_STR(hm_batch_str(b, b->slices.v[1].name), "_Znot a mangled name");
+        CHECK_EQ_INT(b->slices.v[0].cat, HM_CAT_KERNEL);
+        CHECK_EQ_INT(b->slices.v[2].cat, HM_CAT_COLLECTIVE_COMM);
+        CHECK_EQ_INT(b->collectives.n, 1);
+        if (b->collectives.n == 1) {
+            CHECK_EQ_INT(b->collectives.v[0].seq, 5);
+            CHECK_STR(hm_batch_str(b, b->collectives.v[0].comms_id), "42");
+        }
+        hm_batch_free(b);
+    }
+    hm_ring_close(w);
+    col_ring_free(r);
+    return hm_test_done();
+}
