@@ -24,25 +24,131 @@ struct rec {
 
 typedef HM_VEC(struct rec) rec_vec;
 
-/* GPU projection of one range of rank k on its thread. */
-static void project(const struct xr_rank *k, const struct xr_annot *a, struct rec *out)
+/* Launches made on other threads while no range of their own thread is
+ * open, by time. PyTorch's autograd engine launches backward's kernels
+ * from its own thread while the main thread's "backward" range is open;
+ * Nsight Systems' per-thread projection gives that range no GPU time.
+ * These launches count for the ranges of the rank's main annotated thread
+ * (the one with the most ranges) open when they were made. */
+struct orphans {
+    struct xr_launch *v;   /* owned */
+    size_t n;
+    int64_t main_track;    /* HM_NONE when the rank has no ranges */
+};
+
+struct span {
+    int64_t track, ts, end;
+};
+
+static int cmp_span(const void *pa, const void *pb)
 {
-    size_t lo, hi, ga, gb;
+    const struct span *a = pa, *b = pb;
+    if (a->track != b->track)
+        return a->track < b->track ? -1 : 1;
+    return (a->ts > b->ts) - (a->ts < b->ts);
+}
+
+static int cmp_launch_ts(const void *pa, const void *pb)
+{
+    const struct xr_launch *a = pa, *b = pb;
+    return (a->ts > b->ts) - (a->ts < b->ts);
+}
+
+/* Whether some range of track covers ts; u[0, n) are disjoint unions of
+ * ranges sorted by (track, ts). */
+static int covered(const struct span *u, size_t n, int64_t track, int64_t ts)
+{
+    size_t lo = 0, hi = n;
+
+    while (lo < hi) {   /* first span after (track, ts) */
+        size_t m = lo + (hi - lo) / 2;
+        if (u[m].track < track || (u[m].track == track && u[m].ts <= ts))
+            lo = m + 1;
+        else
+            hi = m;
+    }
+    return lo > 0 && u[lo - 1].track == track && u[lo - 1].end >= ts;
+}
+
+static int find_orphans(const struct xr_rank *k, struct orphans *o)
+{
+    struct span *u = malloc((k->annots.n + 1) * sizeof *u);
+    size_t nu = 0, best = 0, run = 0;
+
+    o->v = malloc((k->launches.n + 1) * sizeof *o->v);
+    o->n = 0;
+    o->main_track = HM_NONE;
+    if (!u || !o->v) {
+        free(u);
+        free(o->v);
+        o->v = NULL;
+        return HM_ENOMEM;
+    }
+    for (size_t i = 0; i < k->annots.n; i++)
+        u[i] = (struct span){k->annots.v[i].track, k->annots.v[i].ts, k->annots.v[i].end};
+    xr_sort(u, k->annots.n, sizeof *u, cmp_span);
+    for (size_t i = 0; i < k->annots.n; i++) {   /* the busiest track, then the unions */
+        run = i && u[i].track == u[i - 1].track ? run + 1 : 1;
+        if (run > best)
+            best = run, o->main_track = u[i].track;
+    }
+    for (size_t i = 0; i < k->annots.n; i++) {
+        if (nu && u[nu - 1].track == u[i].track && u[i].ts <= u[nu - 1].end) {
+            if (u[i].end > u[nu - 1].end)
+                u[nu - 1].end = u[i].end;
+        } else {
+            u[nu++] = u[i];
+        }
+    }
+    for (size_t i = 0; o->main_track != HM_NONE && i < k->launches.n; i++) {
+        const struct xr_launch *l = &k->launches.v[i];
+        if (l->track != o->main_track && !covered(u, nu, l->track, l->ts))
+            o->v[o->n++] = *l;
+    }
+    xr_sort(o->v, o->n, sizeof *o->v, cmp_launch_ts);
+    free(u);
+    return 0;
+}
+
+static void add_launch(const struct xr_rank *k, int64_t corr, struct rec *out)
+{
+    size_t ga, gb;
+
+    xr_gpu_by_corr(k, corr, &ga, &gb);
+    for (size_t g = ga; g < gb; g++) {
+        const struct xr_gpu *op = &k->gpu.v[k->by_corr[g]];
+        out->gpu_ns += op->end - op->ts;
+        out->gpu_ops++;
+        if (out->gpu_start == HM_NONE || op->ts < out->gpu_start)
+            out->gpu_start = op->ts;
+        if (out->gpu_end == HM_NONE || op->end > out->gpu_end)
+            out->gpu_end = op->end;
+    }
+}
+
+/* GPU projection of one range of rank k: the GPU work of the launches made
+ * inside it on its thread, and on the main thread also the orphans'. */
+static void project(const struct xr_rank *k, const struct orphans *o, const struct xr_annot *a,
+                    struct rec *out)
+{
+    size_t lo, hi;
 
     out->gpu_start = out->gpu_end = HM_NONE;
     xr_launch_range(k, a->track, a->ts, a->end, &lo, &hi);
-    for (size_t i = lo; i < hi; i++) {
-        xr_gpu_by_corr(k, k->launches.v[i].corr, &ga, &gb);
-        for (size_t g = ga; g < gb; g++) {
-            const struct xr_gpu *op = &k->gpu.v[k->by_corr[g]];
-            out->gpu_ns += op->end - op->ts;
-            out->gpu_ops++;
-            if (out->gpu_start == HM_NONE || op->ts < out->gpu_start)
-                out->gpu_start = op->ts;
-            if (out->gpu_end == HM_NONE || op->end > out->gpu_end)
-                out->gpu_end = op->end;
-        }
+    for (size_t i = lo; i < hi; i++)
+        add_launch(k, k->launches.v[i].corr, out);
+    if (a->track != o->main_track)
+        return;
+    lo = 0, hi = o->n;
+    while (lo < hi) {   /* first orphan launched at or after the range's start */
+        size_t m = lo + (hi - lo) / 2;
+        if (o->v[m].ts < a->ts)
+            lo = m + 1;
+        else
+            hi = m;
     }
+    for (size_t i = lo; i < o->n && o->v[i].ts <= a->end; i++)
+        add_launch(k, o->v[i].corr, out);
 }
 
 /* Builds the path of a given the open ranges (their names) in buf. */
@@ -66,6 +172,10 @@ static int rank_records(struct xr_ctx *x, const struct xr_rank *k, rec_vec *out)
     int64_t open_name[STACK_MAX], open_end[STACK_MAX], track = HM_NONE;
     int depth = 0;
     char path[PATH_MAX_LEN];
+    struct orphans o;
+
+    if (find_orphans(k, &o))
+        return HM_ENOMEM;
 
     for (size_t i = 0; i < k->annots.n; i++) {
         const struct xr_annot *a = &k->annots.v[i];
@@ -78,18 +188,23 @@ static int rank_records(struct xr_ctx *x, const struct xr_rank *k, rec_vec *out)
         if (f & (XR_A_STEP | XR_A_COLL))
             continue;
         make_path(x, open_name, depth, a->name, path);
-        if (!(r = HM_VEC_PUSH(*out)))
+        if (!(r = HM_VEC_PUSH(*out))) {
+            free(o.v);
             return HM_ENOMEM;
+        }
         *r = (struct rec){.path = xr_intern(x, path), .step = a->iteration, .name = a->name,
                           .slice = a->id, .ts = a->ts, .end = a->end, .rank = k->rank};
-        if (!r->path)
+        if (!r->path) {
+            free(o.v);
             return HM_ENOMEM;
-        project(k, a, r);
+        }
+        project(k, &o, a, r);
         if (depth < STACK_MAX) {
             open_name[depth] = a->name;
             open_end[depth++] = a->end;
         }
     }
+    free(o.v);
     return 0;
 }
 
