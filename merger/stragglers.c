@@ -62,13 +62,27 @@ static int pick_candidate(const struct xr_blame *b, int nranks, int64_t *total)
     return cand;
 }
 
+/* Rule 2's bar: half the instances, and XR_STRAGGLER_CHANCE_FACTOR times
+ * what chance gives one of the ranks taking part; with two ranks, being last
+ * half the time is what balanced ranks do. */
+static double min_late_fraction(const struct xr_blame *b, int nranks)
+{
+    int active = 0;
+    double chance;
+
+    for (int r = 0; r < nranks; r++)
+        active += b[r].instances > 0;
+    chance = active > 0 ? XR_STRAGGLER_CHANCE_FACTOR / active : 1;
+    return chance > XR_STRAGGLER_MIN_LATE_FRACTION ? chance : XR_STRAGGLER_MIN_LATE_FRACTION;
+}
+
 void xr_straggler_verdict(const struct xr_blame *b, int nranks, int64_t instances,
                           const char *what, struct xr_verdict *out)
 {
     int64_t total, waited;
     int c = pick_candidate(b, nranks, &total);
     const struct xr_blame *k = c >= 0 ? &b[c] : NULL;
-    double frac, share, skew, span;
+    double frac, min_frac, share, skew, span;
     char d1[32], d2[32];
 
     *out = (struct xr_verdict){.straggler = -1, .candidate = c, .instances = instances,
@@ -86,18 +100,19 @@ void xr_straggler_verdict(const struct xr_blame *b, int nranks, int64_t instance
         return;
     }
     frac = (double)k->late / (double)(k->instances ? k->instances : 1);
+    min_frac = min_late_fraction(b, nranks);
     share = out->blame_share = (double)k->blame_ns / (double)total;
     skew = (double)k->skew_late_ns / (double)k->late;
     span = (double)k->span_late_ns / (double)k->late;
     waited = k->blame_ns;
     fmt_dur(waited, d1, sizeof d1);
-    if (frac >= XR_STRAGGLER_MIN_LATE_FRACTION && share >= XR_STRAGGLER_MIN_BLAME_SHARE &&
+    if (frac >= min_frac && share >= XR_STRAGGLER_MIN_BLAME_SHARE &&
         skew >= XR_STRAGGLER_MIN_SKEW_NS && skew >= XR_STRAGGLER_MIN_SKEW_SHARE * span) {
         out->straggler = c;
         snprintf(out->evidence, sizeof out->evidence,
                  "rank %d entered last in %lld of %lld %s; the others waited %s for it", c,
                  (long long)k->late, (long long)k->instances, what, d1);
-    } else if (frac >= XR_STRAGGLER_MIN_LATE_FRACTION && share >= XR_STRAGGLER_MIN_BLAME_SHARE) {
+    } else if (frac >= min_frac && share >= XR_STRAGGLER_MIN_BLAME_SHARE) {
         fmt_dur((int64_t)skew, d2, sizeof d2);
         snprintf(out->evidence, sizeof out->evidence,
                  "no rank stands out: rank %d entered last in %lld of %lld %s, but only %s late "

@@ -9,7 +9,10 @@
  * the rank with the most blame (ties: the lowest rank). It is the straggler
  * when all of these hold, else the verdict is null:
  *   1. at least XR_STRAGGLER_MIN_INSTANCES analysed instances;
- *   2. it entered last in at least half of the instances it took part in;
+ *   2. it entered last in at least half of the instances it took part in,
+ *      and in at least XR_STRAGGLER_CHANCE_FACTOR / (ranks taking part) of
+ *      them (with two ranks: three in four, since two balanced ranks are
+ *      each last half the time);
  *   3. it carries at least half of all blame;
  *   4. its lateness matters: where it was last, the mean arrival skew is at
  *      least XR_STRAGGLER_MIN_SKEW_NS and at least 10% of the mean time
@@ -27,6 +30,7 @@
 #define XR_STRAGGLER_MIN_INSTANCES 2
 #define XR_STRAGGLER_MIN_SKEW_NS 20000
 #define XR_STRAGGLER_MIN_LATE_FRACTION 0.5
+#define XR_STRAGGLER_CHANCE_FACTOR 1.5
 #define XR_STRAGGLER_MIN_BLAME_SHARE 0.5
 #define XR_STRAGGLER_MIN_SKEW_SHARE 0.1
 

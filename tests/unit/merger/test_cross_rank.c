@@ -104,7 +104,32 @@ static void test_verdict(void)
     xr_straggler_verdict(b, 4, 10, "allreduces", &v);
     CHECK_EQ_INT(v.straggler, -1);
     CHECK(strstr(v.evidence, "but only 30 us late on average") != NULL);
+    /* Two balanced ranks: one is last 55 of 100 times, by a real 2 ms in
+     * 3 ms collectives. That is chance with two ranks (rule 2's 3 in 4). */
+    memset(b, 0, sizeof b);
+    b[0].instances = b[1].instances = 100;
+    b[0].late = 55, b[1].late = 45;
+    b[0].blame_ns = 55LL * 2000000, b[1].blame_ns = 45LL * 2000000;
+    b[0].skew_late_ns = 55LL * 2000000, b[1].skew_late_ns = 45LL * 2000000;
+    b[0].span_late_ns = 55LL * 3000000, b[1].span_late_ns = 45LL * 3000000;
+    xr_straggler_verdict(b, 2, 100, "allreduces", &v);
+    CHECK_EQ_INT(v.straggler, -1);
+    CHECK_EQ_INT(v.candidate, 0);
+    /* ... but last 80 of 100 times is a straggler, with two ranks too. */
+    b[0].late = 80, b[1].late = 20;
+    b[0].blame_ns = b[0].skew_late_ns = 80LL * 2000000;
+    b[0].span_late_ns = 80LL * 3000000;
+    b[1].blame_ns = b[1].skew_late_ns = 20LL * 2000000;
+    xr_straggler_verdict(b, 2, 100, "allreduces", &v);
+    CHECK_EQ_INT(v.straggler, 0);
     /* Too few instances (rule 1), and none at all. */
+    memset(b, 0, sizeof b);
+    for (int r = 0; r < 4; r++)
+        b[r].instances = 10;
+    b[0].late = 10;
+    b[0].blame_ns = 10LL * 3 * 30000;
+    b[0].skew_late_ns = 10LL * 30000;
+    b[0].span_late_ns = 10LL * 10000000;
     xr_straggler_verdict(b, 4, 1, "allreduces", &v);
     CHECK_EQ_INT(v.straggler, -1);
     memset(b, 0, sizeof b);
