@@ -88,23 +88,51 @@ done
 [ -n "$SPAN" ] || die "the server does not answer /api/run: $(cat "$BENCH_DIR/serve.err")"
 rss() { sed -n "s/^$1:[[:space:]]*\([0-9]*\).*/\1/p" /proc/$SRV/status; }
 curl -s --max-time 300 -o /dev/null "$URL/api/report/stragglers"   # first answer: opens and caches
-rss0=$(rss VmRSS)
+rss0=$(rss VmRSS) anon0=$(rss RssAnon)
+
+# Waits until the server has worked off what earlier runs left queued (one
+# thread: /api/run answers only after them), so runs do not pollute each other.
+# (A request that outlasts the server's --timeout comes back empty: retry.)
+settle() {
+    local t0=$SECONDS
+    until curl -s --max-time 600 -o /dev/null "$URL/api/run"; do
+        [ $((SECONDS - t0)) -lt 900 ] || { say "server busy for > 900 s"; return; }
+        sleep 1
+    done
+}
+
+# One request at a time, timed by curl: "label|seconds|bytes|status".
+single() {
+    local label=$1 path=$2
+    settle
+    printf '%s|%s\n' "$label" "$(curl -s --max-time 600 -o /dev/null -w '%{time_total}|%{size_download}|%{http_code}' "$URL$path")"
+}
+singles=()
+for t in summary stragglers temporal overlap; do
+    singles+=("$(single "/api/report/$t" "/api/report/$t")")
+done
+for z in $ZOOMS; do
+    w=$((SPAN / z)) t0=$((SPAN / 2 - SPAN / z / 2))
+    singles+=("$(single "timeline, window = span/$z" "/api/timeline?t0=$t0&t1=$((t0 + w))&px=$PX")")
+done
+for row in "${singles[@]}"; do say "single: $row"; done
 
 # One wrk run: prints "label|rps|p50|p95|p99|max|requests|errors".
 measure() {
     local label=$1 secs=$2 script=$3 path=$4 conns=$5 line
-    line=$(wrk -t"$((THREADS < conns ? THREADS : conns))" -c"$conns" -d"${secs}s" --timeout 10s -s "$script" "$URL$path" | grep '^WRK ') ||
+    settle
+    line=$(wrk -t"$((THREADS < conns ? THREADS : conns))" -c"$conns" -d"${secs}s" --timeout 120s -s "$script" "$URL$path" | grep '^WRK ') ||
         die "wrk failed on $label"
     say "$label: $line"
     printf '%s|%s\n' "$label" "$(echo "$line" | sed 's/^WRK //; s/[a-z0-9_]*=//g' | tr ' ' '|')"
 }
 rows=()
 rows+=("$(measure "/api/report/stragglers" "$REPORT_S" bench/wrk_report.lua /api/report/stragglers "$CONNS")")
-rss1=$(rss VmRSS)
+rss1=$(rss VmRSS) anon1=$(rss RssAnon)
 for z in $ZOOMS; do
     rows+=("$(SPAN_NS=$SPAN ZOOM=$z PX=$PX measure "timeline, window = span/$z" "$ZOOM_S" bench/wrk_timeline.lua / "$TL_CONNS")")
 done
-rss2=$(rss VmRSS) hwm=$(rss VmHWM)
+rss2=$(rss VmRSS) hwm=$(rss VmHWM) anon2=$(rss RssAnon)
 kill -0 $SRV 2>/dev/null || die "the server died"
 
 # 3. The section.
@@ -116,6 +144,18 @@ section=$(
     echo "$nslices slices (htamerge-synth, ingested), span $((SPAN / 1000000)) ms; timeline px=$PX, random windows."
     echo "wrk and the server share the machine's cores; the load average of other work is noted below."
     echo
+    echo "One request at a time (curl, after the server is idle):"
+    echo
+    echo "| request | seconds | bytes | HTTP |"
+    echo "|---|---|---|---|"
+    for row in "${singles[@]}"; do
+        IFS='|' read -r label secs bytes code <<<"$row"
+        echo "| $label | $secs | $bytes | $code |"
+    done
+    echo
+    echo "Under wrk (each run starts once the server is idle; a request slower than the run"
+    echo "counts in no column):"
+    echo
     echo "| endpoint | s | connections | requests/s | p50 ms | p95 ms | p99 ms | max ms | requests | errors |"
     echo "|---|---|---|---|---|---|---|---|---|---|"
     i=0
@@ -126,7 +166,8 @@ section=$(
         i=$((i + 1))
     done
     echo
-    echo "Server RSS: ${rss0} kB before, ${rss1} kB after the report run, ${rss2} kB at the end (peak ${hwm} kB)."
+    echo "Server RSS: ${rss0} kB before, ${rss1} kB after the report run, ${rss2} kB at the end (peak ${hwm} kB);"
+    echo "of which anonymous (heap, not the mmap'd file): ${anon0} / ${anon1} / ${anon2} kB."
     echo "Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)."
 )
 echo "$section"

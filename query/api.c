@@ -28,6 +28,7 @@ const char *qry_call_param(const struct qry_call *c, const char *key)
 
 static void reply_text(struct qry_call *c, int status, char *text)
 {
+    free(c->out);   /* a second answer (e.g. after a parameter's 400) replaces the first */
     c->status = text ? status : 500;
     c->out = text ? text : strdup("{\"error\":\"out of memory\"}");
     c->out_len = c->out ? strlen(c->out) : 0;

@@ -17,9 +17,15 @@
  * answered from the pyramid level with 2 to 4 (or more, at level 0) buckets
  * per column, plus one index range scan per run of sparse columns (at most
  * ~4 rows a column). A narrower window ("fine") scans its range directly:
- * it holds about 2 * 4 rows per column on average. So a request costs O(px) buckets plus
+ * it holds about 2 * 4 rows per column on average; positions only
+ * (index-only), the drawn slices then looked up, unless slices_track_ts
+ * covers depth, name and cat. So a request costs O(px) buckets plus
  * the rows actually drawn, whatever the track's size; memory is about
- * 2 bytes per slice for the pyramid plus the wide slices.
+ * 2 bytes per slice for the pyramid plus the wide slices. A request runs in
+ * one read transaction.
+ *
+ * Also per rank, loaded on first use: the stitched NVTX ranges
+ * (nvtx_stitched_ranks), drawn as a row per rank group; see qry_timeline.
  *
  * Not here: HTTP (api.c), the run's other facts (report.c, verdict.c). */
 #include "query_int.h"
@@ -85,6 +91,7 @@ struct qry_lod {
     struct lod_nvgroup *nvg;     /* owned */
     size_t nnvg;
     bool nv_loaded;
+    bool covers;                 /* slices_track_ts covers depth, name, cat */
     int64_t *coll_slice, *coll_id;   /* owned: slice -> collectives row, by slice */
     size_t ncoll;
     bool colls_loaded;
@@ -175,6 +182,7 @@ struct qry_lod *qry_lod_new(sqlite3 *db, struct hm_err *err)
     }
     l->db = db;
     indexed = q_i64(db, hm_sql_timeline_has_index, 0, 0) > 0;
+    l->covers = indexed && q_i64(db, hm_sql_timeline_index_covers, 0, 0) == 3;
     rc = sqlite3_exec(db, indexed ? hm_sql_timeline_setup_views : hm_sql_timeline_setup_copy, NULL, NULL,
                       NULL);
     if (rc != SQLITE_OK)
@@ -610,9 +618,27 @@ static void emit_dense(struct lod_req *q)
          * column is 4.5 buckets wide: their busy time is a share of those. */
         double span = q->W > 0 && q->bfirst[c] >= 0 ? (double)(q->blast[c] - q->bfirst[c] + 1) * q->W : q->w;
         double f = q->busy[c] / span;
+        char line[64], *p = line;
+        int milli = (int)lround((f > 1 ? 1 : f < 0 ? 0 : f) * 1000);
         if (q->cnt[c] <= QRY_LOD_MAX_PER_COL)
             continue;
-        qry_buf_printf(q->out, "%s[%d,%u,%.3f]", first ? "" : ",", c, q->cnt[c], f > 1 ? 1 : f < 0 ? 0 : f);
+        if (!first)
+            *p++ = ',';
+        *p++ = '[';
+        p = put_i64(p, c);
+        *p++ = ',';
+        p = put_i64(p, q->cnt[c]);
+        *p++ = ',';
+        if (milli >= 1000) {   /* as %.3f would: 1.000, 0.042 */
+            memcpy(p, "1.000", 5);
+            p += 5;
+        } else {
+            *p++ = '0', *p++ = '.';
+            *p++ = (char)('0' + milli / 100), *p++ = (char)('0' + milli / 10 % 10), *p++ = (char)('0' + milli % 10);
+        }
+        *p++ = ']';
+        *p = '\0';
+        qry_buf_puts(q->out, line);
         first = false;
     }
 }
@@ -665,20 +691,24 @@ static int row_details(struct lod_req *q, struct lod_row *r, struct hm_err *err)
     return 0;
 }
 
-/* Fine window: every slice in range is counted (index-only); columns count
- * and cover them; only the slices drawn one by one are looked up. */
+/* Fine window: every slice in range is counted; columns count and cover
+ * them. With a covering slices_track_ts the range scan reads all a drawn
+ * slice needs; else it reads positions only (index-only) and the slices
+ * drawn one by one are looked up (about 1.6 us each: most of the time of a
+ * window with 20 000 of them). */
 static int track_fine(struct lod_req *q, const struct lod_track *t, struct hm_err *err)
 {
     int64_t width = INT64_C(1) << t->shift, cover = INT64_MIN;
     bool first = true;
-    int rc = fetch_src(q, t, q->a - width, q->b, err);
+    int rc = q->lod->covers ? fetch_rows(q, t, q->a - width, q->b, err) : fetch_src(q, t, q->a - width, q->b, err);
+    size_t nnarrow = q->nrows;
 
     for (size_t i = wide_first(t, q->a); rc == 0 && i < t->nwide && t->wide[i].r.ts < q->b; i++)
         if (t->wide[i].r.ts + t->wide[i].r.dur > q->a && rows_push(q, &t->wide[i].r))
             rc = hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
     if (rc != 0)
         return rc;
-    if (q->nrows > 1)   /* rows may be NULL when there are none */
+    if (q->nrows > nnarrow && nnarrow > 0)   /* two runs, each by ts: a few wide ones into many narrow */
         qsort(q->rows, q->nrows, sizeof *q->rows, by_ts);
     for (size_t i = 0; i < q->nrows; i++) {
         const struct lod_row *r = &q->rows[i];
@@ -925,10 +955,12 @@ static int nvtx_load(struct qry_lod *l, struct hm_err *err)
     return 0;
 }
 
-static void nvtx_emit(struct lod_req *q, const struct lod_nvtx *r, int n, bool *first)
+/* One entry: range r alone (n = 1), or r and the n - 1 narrow ranges
+ * merged with it, to end; a merged entry has no late rank of its own. */
+static void nvtx_emit(struct lod_req *q, const struct lod_nvtx *r, int64_t end, int n, bool *first)
 {
-    int64_t v[9] = {r->rank, r->id, r->enter - q->lod->origin, r->exit - r->enter, r->depth,
-                    name_index(q, r->name), r->late, r->skew, n};
+    int64_t v[9] = {r->rank, r->id, r->enter - q->lod->origin, end - r->enter, r->depth,
+                    name_index(q, r->name), n == 1 ? r->late : -1, n == 1 ? r->skew : 0, n};
     char line[9 * 22 + 4], *p = line;
 
     if (!*first)
@@ -944,13 +976,17 @@ static void nvtx_emit(struct lod_req *q, const struct lod_nvtx *r, int n, bool *
 }
 
 /* One (rank, depth) group in the window: ranges at least a column wide one
- * by one; narrower ones that start in the same column as one entry, the
- * first of them, standing for n. */
+ * by one; a run of narrower ones, each starting at most one column after
+ * the run so far ends, as one entry standing for n of them (a range of the
+ * same depth never holds another, so the run is what a person could not
+ * tell apart anyway). At the widest zoom a rank's back-to-back steps
+ * become one entry per depth instead of one per column. */
 static void nvtx_window_group(struct lod_req *q, const struct lod_nvgroup *g, bool *first)
 {
     const struct lod_nvtx *nv = q->lod->nv + g->first, *pend = NULL;
     size_t lo = 0, hi = g->n;
-    int pend_col = -1, pend_n = 0;
+    int64_t pend_end = 0;
+    int pend_n = 0;
 
     while (lo < hi) {   /* first range whose end (or an earlier one's) passes a */
         size_t mid = (lo + hi) / 2;
@@ -961,24 +997,27 @@ static void nvtx_window_group(struct lod_req *q, const struct lod_nvgroup *g, bo
     }
     for (size_t i = lo; i < g->n && nv[i].enter < q->b; i++) {
         const struct lod_nvtx *r = &nv[i];
-        int c;
         if (r->exit <= q->a)
             continue;
         if ((double)(r->exit - r->enter) >= q->w || r->enter < q->a) {
-            nvtx_emit(q, r, 1, first);
+            if (pend)
+                nvtx_emit(q, pend, pend_end, pend_n, first);
+            pend = NULL;
+            nvtx_emit(q, r, r->exit, 1, first);
             continue;
         }
-        c = col_of(q, r->enter);
-        if (pend && c == pend_col) {
+        if (pend && col_of(q, r->enter) <= col_of(q, pend_end > pend->enter ? pend_end - 1 : pend_end) + 1) {
             pend_n++;
+            if (r->exit > pend_end)
+                pend_end = r->exit;
             continue;
         }
         if (pend)
-            nvtx_emit(q, pend, pend_n, first);
-        pend = r, pend_col = c, pend_n = 1;
+            nvtx_emit(q, pend, pend_end, pend_n, first);
+        pend = r, pend_end = r->exit, pend_n = 1;
     }
     if (pend)
-        nvtx_emit(q, pend, pend_n, first);
+        nvtx_emit(q, pend, pend_end, pend_n, first);
 }
 
 static int nvtx_window(struct lod_req *q, struct hm_err *err)
@@ -1006,10 +1045,11 @@ static int nvtx_window(struct lod_req *q, struct hm_err *err)
  * a collectives.id or 0. "nvtx" holds each rank's part of the stitched NVTX
  * ranges (nvtx_stitched_ranks) in the window, by rank, depth (nesting, from
  * the stitched path) and ts; late_rank is the stitched range's (-1: none).
- * Ranges narrower than a column that start in one column come as the first
- * of them with n = how many it stands for (1 otherwise); /api/nvtx/{id}
- * gives one stitched range on every rank. */
-int qry_timeline(struct qry_lod *l, const struct qry_window *w, struct qry_buf *out, struct hm_err *err)
+ * Runs of ranges narrower than a column come as one entry: the first
+ * one's id and name, ts to the run's end, n = how many (1 otherwise) and
+ * late_rank -1, skew 0; /api/nvtx/{id} gives one stitched range on every
+ * rank. */
+static int timeline_doc(struct qry_lod *l, const struct qry_window *w, struct qry_buf *out, struct hm_err *err)
 {
     struct lod_req q;
     bool first = true;
@@ -1020,10 +1060,9 @@ int qry_timeline(struct qry_lod *l, const struct qry_window *w, struct qry_buf *
         req_free(&q);
         return rc;
     }
-    if (rc != 0 || w->t1 <= w->t0 || w->px < 1 || w->px > QRY_MAX_PX) {
+    if (rc != 0) {
         req_free(&q);
-        return rc ? hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory")
-                  : hm_err_set(err, HM_EINVAL, NULL, -1, "need t0 < t1 and 1 <= px <= %d", QRY_MAX_PX);
+        return hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
     }
     qry_buf_printf(out, "{\"origin_ns\":\"%lld\",\"t0\":%lld,\"t1\":%lld,\"px\":%d,\"col_ns\":%.3f,\"tracks\":[",
                    (long long)l->origin, (long long)w->t0, (long long)w->t1, w->px, q.w);
@@ -1047,5 +1086,23 @@ int qry_timeline(struct qry_lod *l, const struct qry_window *w, struct qry_buf *
     req_free(&q);
     if (rc == 0 && out->oom)
         rc = hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
+    return rc;
+}
+
+/* One read transaction around the request: each statement on its own
+ * would take and drop the file's lock (fcntl calls, a WAL check), and a
+ * fine window runs one statement per drawn slice: that was most of its
+ * time. It also gives the whole answer one snapshot of a live file. */
+int qry_timeline(struct qry_lod *l, const struct qry_window *w, struct qry_buf *out, struct hm_err *err)
+{
+    bool txn;
+    int rc;
+
+    if (w->t1 <= w->t0 || w->px < 1 || w->px > QRY_MAX_PX)
+        return hm_err_set(err, HM_EINVAL, NULL, -1, "need t0 < t1 and 1 <= px <= %d", QRY_MAX_PX);
+    txn = sqlite3_get_autocommit(l->db) && sqlite3_exec(l->db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK;
+    rc = timeline_doc(l, w, out, err);
+    if (txn)
+        sqlite3_exec(l->db, "COMMIT", NULL, NULL, NULL);
     return rc;
 }

@@ -50,7 +50,7 @@ try {
   check(before.nvtxGroups === '4', `an NVTX row in each of the 4 rank groups (${before.nvtxGroups})`);
   check(Number(before.nvtx) > 0, `NVTX ranges drawn (${before.nvtx})`);
   const nvHit = await page.evaluate(() => {
-    const hits = window.htamerge.timeline.hits.filter((h) => h.nvtx && h.w >= 4);
+    const hits = window.htamerge.timeline.hits.filter((h) => h.nvtx && h.n === 1 && h.w >= 4);
     hits.sort((a, b) => b.w - a.w);
     return hits[0] || null;
   });

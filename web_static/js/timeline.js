@@ -188,7 +188,8 @@ export class Timeline {
     return drawn;
   }
 
-  // The rank's stitched NVTX ranges: [rank, id, ts, dur, depth, name, late_rank, skew_ns, n].
+  // The rank's stitched NVTX ranges: [rank, id, ts, dur, depth, name, late_rank, skew_ns, n];
+  // n > 1: a run of n ranges too narrow to draw apart, drawn lighter.
   drawNvtx(g) {
     const c = this.ctx, pw = this.plotWidth(), h = g.nvRows * NV_ROW;
     c.fillStyle = '#f6f3fb';
@@ -203,14 +204,16 @@ export class Timeline {
     c.beginPath(); c.rect(GUTTER, g.nvY, pw, h); c.clip();
     c.font = '10px system-ui, sans-serif';
     for (const r of ranges) {
-      const [, id, ts, du, depth, ni, late] = r;
+      const [, id, ts, du, depth, ni, late, , n] = r;
       let x = this.x(ts), w = Math.max(1, du * scale);
       if (x + w < GUTTER || x > this.cssWidth) continue;
       if (x < GUTTER - 1) { w -= GUTTER - 1 - x; x = GUTTER - 1; }
       const y = g.nvY + Math.min(depth, g.nvRows - 1) * NV_ROW, name = ni >= 0 ? names[ni] : '';
       const sel = this.nvSel && this.nvSel.id === id;
       c.fillStyle = sel ? '#1d2330' : nvtxColor(name);
+      if (n > 1) c.globalAlpha = 0.55;   // a run of ranges too narrow to tell apart
       c.fillRect(x, y + 1, w, NV_ROW - 2);
+      c.globalAlpha = 1;
       if (late === g.rank) {   // this rank entered last: it held the others up
         c.lineWidth = 1.5;
         c.strokeStyle = '#c62828';
@@ -218,9 +221,9 @@ export class Timeline {
       }
       if (w > 36) {
         c.fillStyle = sel ? '#fff' : '#10131a';
-        c.fillText(fit(c, name, w - 4), x + 2, y + 10);
+        c.fillText(fit(c, n > 1 ? `${n} × ${name}…` : name, w - 4), x + 2, y + 10);
       }
-      this.hits.push({ x, y, w, h: NV_ROW, nvtx: id, rank: g.rank, late });
+      this.hits.push({ x, y, w, h: NV_ROW, nvtx: id, rank: g.rank, late, n });
       this.nvDrawn++;
     }
     c.restore();
