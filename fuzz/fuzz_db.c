@@ -4,6 +4,8 @@
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "fuzz_util.h"
 #include "hm_sql.h"
@@ -39,12 +41,26 @@ static void exec_or_die(sqlite3 *db, const char *sql)
     }
 }
 
+/* The folder made, for removal at exit: atexit takes no argument. */
+static char made_dir[32];
+
+static void remove_db(void)
+{
+    char path[64];
+
+    snprintf(path, sizeof path, "%s/run.db", made_dir);
+    unlink(path);
+    rmdir(made_dir);
+}
+
 void fuzz_db_make(char *path, size_t len)
 {
     char dir[] = "/tmp/hm-fuzz-db-XXXXXX";
     sqlite3 *db = NULL;
 
     FUZZ_ASSERT(mkdtemp(dir) != NULL);
+    memcpy(made_dir, dir, sizeof dir);
+    atexit(remove_db);   /* a crash leaves it behind: a few hundred KB in /tmp */
     snprintf(path, len, "%s/run.db", dir);
     FUZZ_ASSERT(sqlite3_open(path, &db) == SQLITE_OK);
     exec_or_die(db, hm_sql_schema);

@@ -9,7 +9,8 @@
 #include <stddef.h>
 
 /* Creates the database in a new temporary folder and writes its path to
- * path[len]. Aborts on failure (a fuzz target cannot start without it). */
+ * path[len]; both are removed when the process exits normally. Call once
+ * per process. Aborts on failure (a fuzz target cannot start without it). */
 void fuzz_db_make(char *path, size_t len);
 
 #endif

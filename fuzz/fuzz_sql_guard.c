@@ -76,8 +76,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     g.size = st.st_size;
     g.mtime = st.st_mtim;
     g.crc = file_crc(g.path);
-    /* The file stays (a few hundred KB in /tmp): unlinking it would hide
-     * a write from the checks. */
+    /* The file stays until exit: unlinking it now would hide a write from
+     * the checks. */
     return 0;
 }
 
