@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds htamerge twice (release, and ASan+UBSan) and runs every test in both.
+# Builds htamerge twice (release, and ASan+UBSan) and runs every test in both,
+# then a short run of every libFuzzer target (a clang build).
 # This is the README's test command and what CI runs after installing deps.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,8 +14,8 @@ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DHTAMERGE_SANITIZE=ON
 cmake --build build-asan -j"$jobs"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --output-on-failure -j"$jobs")
-echo "all tests passed (release and ASan+UBSan builds)"
 
 # Short libFuzzer runs of every fuzz target plus the committed crash
 # reproducers (issue 9); skips with a message when clang is missing.
-tests/fuzz/run_short.sh build-fuzz 20
+bash tests/fuzz/run_short.sh build-fuzz 20
+echo "all tests passed (release and ASan+UBSan builds, fuzz targets)"
