@@ -31,7 +31,8 @@
 #define SRV_MAX_BODY 65536           /* bytes of a POST body (SQL text) */
 #define SRV_MAX_PARAMS 32
 #define SRV_CACHE_SLOTS 64
-#define SRV_CACHE_MAX_BODY (1 << 20) /* bigger answers (wide timelines) are not kept */
+#define SRV_CACHE_MAX_BODY (8 << 20)    /* bigger answers are not kept */
+#define SRV_CACHE_MAX_TOTAL (64 << 20)  /* all kept answers together */
 
 struct cache_ent {
     char *key;          /* owned: the request URI */
@@ -52,6 +53,7 @@ struct srv {
     struct event *sig[2];             /* owned: SIGINT, SIGTERM */
     struct cache_ent cache[SRV_CACHE_SLOTS];
     size_t cache_next;                /* slot replaced next (round robin) */
+    size_t cache_bytes;               /* bodies kept, bytes */
 };
 
 static const char *reason(int status)
@@ -176,6 +178,9 @@ static const struct cache_ent *cache_get(const struct srv *s, const char *key)
 }
 
 /* Keeps body (taking it) under key; frees it when it is not kept. */
+/* Keeps an answer (a whole run's per-step straggler table is ~2 MB on a
+ * long run, and costs 0.4 s to build). Round robin; older slots go first
+ * while the total would pass SRV_CACHE_MAX_TOTAL. */
 static void cache_put(struct srv *s, const char *key, char *body, size_t len)
 {
     struct cache_ent *e = &s->cache[s->cache_next++ % SRV_CACHE_SLOTS];
@@ -185,9 +190,20 @@ static void cache_put(struct srv *s, const char *key, char *body, size_t len)
         free(body);
         return;
     }
+    s->cache_bytes -= e->body ? e->len : 0;
     free(e->key);
     free(e->body);
     *e = (struct cache_ent){k, body, len, s->dbh.version};
+    s->cache_bytes += len;
+    for (size_t i = 1; i < SRV_CACHE_SLOTS && s->cache_bytes > SRV_CACHE_MAX_TOTAL; i++) {
+        struct cache_ent *old = &s->cache[(s->cache_next + i - 1) % SRV_CACHE_SLOTS];
+        if (old == e || !old->body)
+            continue;
+        s->cache_bytes -= old->len;
+        free(old->key);
+        free(old->body);
+        *old = (struct cache_ent){0};
+    }
 }
 
 /* Copies the request body into a NUL-terminated string (owned). */
