@@ -79,7 +79,10 @@ static void push_ready(struct col_rank *c, struct hm_batch *b)
     hm_batch_free(b);
 }
 
-/* Parses one file; failures are reported and counted, never fatal. */
+/* Parses one file; failures are reported and counted, never fatal. A
+ * file the reader refuses still becomes a batch, empty but for its name and
+ * an unreadable_file count, so the database says what was lost (the
+ * `skipped` table and `report summary`), not just this rank's stderr. */
 static struct hm_batch *parse_file(struct col_rank *c, const char *path)
 {
     struct src_kineto_opts ko = {.keep_args = 1};
@@ -90,7 +93,13 @@ static struct hm_batch *parse_file(struct col_rank *c, const char *path)
     hm_err_clear(&err);
     if (src_kineto_read(path, &ko, &b, &err) != 0) {
         fprintf(stderr, "htamerge: rank %d: skipping %s\n", c->rank, hm_err_line(&err, line, sizeof line));
-        return NULL;
+        hm_batch_free(b);
+        if (!(b = hm_batch_new()))
+            return NULL;
+        b->info.source_file = hm_batch_intern(b, path, strlen(path));
+        b->info.skipped[HM_SKIP_UNREADABLE_FILE] = 1;
+        stamp(c, b);
+        return b;
     }
     stamp(c, b);
     hm_clockhook_apply_batch(&c->hook, b);
@@ -117,9 +126,9 @@ static void *parser_main(void *arg)
         pthread_mutex_lock(&c->mu);
         c->busy = 0;
         c->stats.files++;
-        if (!b) {
+        if (!b || b->info.skipped[HM_SKIP_UNREADABLE_FILE])
             c->stats.files_failed++;
-        } else {
+        if (b) {
             push_ready(c, b);
         }
     }

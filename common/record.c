@@ -62,6 +62,7 @@ const char *hm_skip_name(enum hm_skip_reason r)
     case HM_SKIP_NO_CAT: return "no_cat";
     case HM_SKIP_UNSUPPORTED_PH: return "unsupported_ph";
     case HM_SKIP_NEGATIVE_DUR: return "negative_dur";
+    case HM_SKIP_UNREADABLE_FILE: return "unreadable_file";
     default: return "unknown";
     }
 }

@@ -120,6 +120,7 @@ enum hm_skip_reason {
     HM_SKIP_NO_CAT,         /* X event without cat */
     HM_SKIP_UNSUPPORTED_PH, /* phases we do not model (B/E/flows are derivable) */
     HM_SKIP_NEGATIVE_DUR,
+    HM_SKIP_UNREADABLE_FILE, /* a whole trace file the reader refused (count: files) */
     HM_SKIP__COUNT
 };
 const char *hm_skip_name(enum hm_skip_reason r);

@@ -64,7 +64,7 @@ CREATE TABLE files (
 CREATE TABLE skipped (
     rank   INTEGER,  -- -> ranks.rank
     file   TEXT,     -- source file path; NULL for live capture
-    reason TEXT,     -- no_dur, bad_value, no_cat, unsupported_ph, negative_dur (hm_skip_name)
+    reason TEXT,     -- no_dur, bad_value, no_cat, unsupported_ph, negative_dur, or unreadable_file (a whole file the reader refused; count = files) (hm_skip_name)
     count  INTEGER   -- number of events skipped
 );
 

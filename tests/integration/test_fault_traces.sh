@@ -49,10 +49,17 @@ for r in 0 1; do
         grep -q "rank $r: skipping .*/$f\.pt\.trace\.json[.gz]*: byte [0-9]*: ." tr.log ||
             fail "rank $r: $f file not reported with its byte offset"
     done
+    # ... and in the database: one unreadable_file row per refused file.
+    bad=$(sql1 tr.db "SELECT count(*) FROM skipped WHERE rank = $r AND reason = 'unreadable_file'
+                      AND file GLOB '*/truncated.pt.trace.json' OR (rank = $r AND reason = 'unreadable_file'
+                      AND (file GLOB '*/empty.pt.trace.json' OR file GLOB '*/garbage.pt.trace.json.gz'
+                           OR file GLOB '*/growing.pt.trace.json'))")
+    [ "$bad" = 4 ] || fail "rank $r: $bad of 4 refused files in the skipped table"
     # The good file always; the shrunk one if it was read before the cut.
     n=$(sql1 tr.db "SELECT count(*) FROM slices s JOIN tracks t ON t.id = s.track WHERE t.rank = $r")
     [ "$n" = 256 ] || [ "$n" = 512 ] || fail "rank $r: $n slices, expected the good file's 256 (+256)"
 done
 grep -qi "sigbus\|sigsegv\|core dumped\|signal" tr.log && fail "a rank died: $(grep -i signal tr.log | head -1)"
+"$H" report tr.db summary | grep -q unreadable_file || fail "report summary does not show the refused files"
 echo "bad traces: $(grep -c skipping tr.log) files reported, $(sql1 tr.db 'SELECT count(*) FROM files') read"
 [ "$fails" = 0 ] && echo ok || { echo "$fails failures" >&2; exit 1; }
