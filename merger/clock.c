@@ -99,6 +99,23 @@ void mrg_clock_summary(const struct mrg_clock_model *m, int64_t *offset_ns, doub
     *uncertainty_ns = (worst + 1) / 2;
 }
 
+int64_t mrg_clock_step(const struct mrg_clock_model *m, int64_t *at_peer_ns)
+{
+    int64_t best = 0;
+
+    for (size_t i = 1; i < m->n; i++) {
+        const struct mrg_clock_round *a = &m->rounds[i - 1], *b = &m->rounds[i];
+        int64_t d = b->offset_ns - a->offset_ns, mag = d < 0 ? -d : d;
+        int64_t slack = (b->peer_ns - a->peer_ns) / 1000000 * MRG_CLOCK_MAX_DRIFT_PPM +
+                        (a->rtt_ns + b->rtt_ns) / 2;
+        if (mag - slack >= MRG_CLOCK_MIN_STEP_NS && mag > (best < 0 ? -best : best)) {
+            best = d;
+            *at_peer_ns = b->peer_ns;
+        }
+    }
+    return best;
+}
+
 void mrg_clock_free(struct mrg_clock_model *m)
 {
     free(m->rounds);

@@ -41,6 +41,16 @@ int64_t mrg_clock_offset_at(const struct mrg_clock_model *m, int64_t t);
 void mrg_clock_summary(const struct mrg_clock_model *m, int64_t *offset_ns, double *drift_ppm,
                        int64_t *ref_ns, int64_t *uncertainty_ns);
 
+/* A clock step (NTP stepping the peer's clock, a VM resumed): the largest
+ * change of offset between consecutive rounds beyond what a drift of
+ * MRG_CLOCK_MAX_DRIFT_PPM and the two rounds' uncertainties explain, if it
+ * is at least MRG_CLOCK_MIN_STEP_NS; 0 when none. *at_peer_ns: the later
+ * round's peer time. The piecewise-linear model smears such a step over
+ * one sync interval, so alignment there is uncertain by about the step. */
+#define MRG_CLOCK_MAX_DRIFT_PPM 500
+#define MRG_CLOCK_MIN_STEP_NS 100000
+int64_t mrg_clock_step(const struct mrg_clock_model *m, int64_t *at_peer_ns);
+
 void mrg_clock_free(struct mrg_clock_model *m);
 
 #endif

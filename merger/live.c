@@ -299,6 +299,15 @@ static int apply_clocks(struct mrg_live *m, struct hm_err *err)
         if (c->n == 0)
             continue;
         mrg_clock_summary(c, &off, &drift, &ref, &unc);
+        int64_t step_at = 0, step = mrg_clock_step(c, &step_at);
+        if (step) {
+            /* Said, and folded into the uncertainty `report clocks` shows. */
+            fprintf(stderr, "htamerge: warning: rank %d's clock stepped by %+.3f ms between two clock "
+                    "syncs (at its %.3f s); times near that moment are uncertain by about that much\n",
+                    r, (double)-step / 1e6, (double)(step_at - ref) / 1e9);
+            if (unc == HM_NONE || unc < (step < 0 ? -step : step))
+                unc = step < 0 ? -step : step;
+        }
         if (!model_is_constant(c, off))
             rr[r] = (struct mrg_realign_rank){off, model_offset, c};
         rc = mrg_writer_update_clock(m->w, r, off, drift, ref, "mpi", unc, err);

@@ -49,6 +49,11 @@ read -r nbad first last worst < <(awk '($2 > 50 || $2 < -50) { n++; if (!f) f = 
 [ "$nbad" -le 26 ] || fail "$nbad collectives misaligned by > 50 us (at most 26 expected)"
 [ "$nbad" = 0 ] || [ $((last - first + 1)) = "$nbad" ] || fail "misaligned collectives are not one window ($first..$last, $nbad)"
 [ "$worst" -le $(( -JUMP / 1000 )) ] || fail "a collective misaligned by $worst us, more than the jump"
+# The step is said on stderr and shows as rank 1's clock uncertainty.
+grep -q "warning: rank 1's clock stepped by -50\.[0-9]* ms" run.log || fail "the clock step was not reported"
+grep -q "warning: rank 0's clock\|warning: rank 2's clock" run.log && fail "a step reported on a rank without one"
+unc=$(sql1 run.db 'SELECT clock_uncertainty_ns FROM ranks WHERE rank = 1')
+[ "${unc:-0}" -ge $(( -JUMP * 9 / 10 )) ] || fail "rank 1's clock uncertainty $unc ns does not show the step"
 neg=$(sql1 run.db 'SELECT count(*) FROM slices WHERE dur < 0')
 negr=$(sql1 run.db 'SELECT count(*) FROM slices s JOIN tracks t ON t.id = s.track WHERE s.dur < 0 AND t.rank != 1')
 [ "$negr" = 0 ] || fail "negative durations on ranks without the jump"
