@@ -40,7 +40,11 @@ export class Timeline {
 
   // Sets the run: its ranks and tracks, the straggler, and the whole-run view.
   setRun(run, ranks, straggler) {
+    // A whole-run view stays whole when a live run grows (judged against the
+    // old span: grow() runs after this).
+    const whole = this.viewSet && this.view.t0 <= 0 && this.view.t1 >= this.span;
     this.span = Math.max(1, run.span_ns || 1);
+    if (whole) this.view = { t0: 0, t1: this.span };
     const old = new Map(this.groups.map((g) => [g.rank, g.nvRows]));
     this.groups = ranks.ranks.map((r) => ({
       rank: r.rank, host: r.host, straggler: r.rank === straggler, nvRows: old.get(r.rank) || 0,
