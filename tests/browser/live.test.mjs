@@ -5,25 +5,10 @@
 // NVTX ranges once stitched), and, once the job ends, the badge saying the
 // run completed with the timeline still drawn. Screenshots are saved.
 // usage: node live.test.mjs URL OUTDIR CHROMIUM
-import { chromium } from 'playwright-core';
+import { runTest } from './harness.mjs';
 
 const [url, outDir, exe] = process.argv.slice(2);
-let passed = 0, failed = 0;
-function check(cond, what) {
-  if (cond) { passed++; console.log(`ok - ${what}`); } else { failed++; console.log(`not ok - ${what}`); }
-}
-
-const browser = await chromium.launch({
-  executablePath: exe || '/usr/bin/chromium',
-  headless: true,
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-});
-try {
-  const page = await browser.newPage({ viewport: { width: 1500, height: 950 } });
-  const errors = [];
-  page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
-  page.on('pageerror', (e) => errors.push(String(e)));
+await runTest(exe, async (page, check, errors) => {
   await page.goto(url);
   await page.waitForSelector('body[data-ready="1"]', { timeout: 20000 });
   const status = () => page.textContent('#status');
@@ -62,11 +47,4 @@ try {
   check(end.nvtxGroups === '2' && Number(end.nvtx) > 0, `NVTX rows drawn on both ranks (${end.nvtxGroups}, ${end.nvtx} ranges)`);
   await page.screenshot({ path: `${outDir}/live-done.png` });
   check(errors.length === 0, `no console errors (${errors.join(' | ')})`);
-} catch (e) {
-  failed++;
-  console.log(`not ok - ${e.message}`);
-} finally {
-  await browser.close();
-}
-console.log(`${passed} passed, ${failed} failed`);
-process.exit(failed ? 1 : 0);
+});

@@ -5,25 +5,10 @@
 // every rank, and the SQL console returns rows and shows the error for a
 // write. Screenshots are saved for a person to look at.
 // usage: node viewer.test.mjs URL OUTDIR CHROMIUM
-import { chromium } from 'playwright-core';
+import { runTest } from './harness.mjs';
 
 const [url, outDir, exe] = process.argv.slice(2);
-let passed = 0, failed = 0;
-function check(cond, what) {
-  if (cond) { passed++; console.log(`ok - ${what}`); } else { failed++; console.log(`not ok - ${what}`); }
-}
-
-const browser = await chromium.launch({
-  executablePath: exe || '/usr/bin/chromium',
-  headless: true,
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-});
-try {
-  const page = await browser.newPage({ viewport: { width: 1500, height: 950 } });
-  const errors = [];
-  page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
-  page.on('pageerror', (e) => errors.push(String(e)));
+await runTest(exe, async (page, check, errors) => {
   await page.goto(url);
   await page.waitForSelector('body[data-ready="1"]', { timeout: 20000 });
 
@@ -131,11 +116,4 @@ try {
   const err = await page.textContent('#sql-error');
   check(/refused/.test(err), `SQL console shows the refusal of a write ("${err}")`);
   await page.screenshot({ path: `${outDir}/sql.png` });
-} catch (e) {
-  failed++;
-  console.log(`not ok - ${e.message}`);
-} finally {
-  await browser.close();
-}
-console.log(`${passed} passed, ${failed} failed`);
-process.exit(failed ? 1 : 0);
+});

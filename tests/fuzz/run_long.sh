@@ -12,6 +12,13 @@ targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(fuzz_kineto_file fuzz_sql_guard fuzz_kineto_event fuzz_gzip fuzz_wire fuzz_params fuzz_api)
 mkdir -p "$work"
 
+# Seeds that live elsewhere in the tree, read but never written by libFuzzer.
+seeds_of() {
+    case $1 in
+    fuzz_sql_guard) echo "$src/sql/queries" ;;
+    esac
+}
+
 dict_of() {
     case $1 in
     fuzz_kineto_*|fuzz_gzip) echo "-dict=$src/fuzz/kineto.dict" ;;
@@ -25,7 +32,7 @@ run_one() {
     mkdir -p "$d/corpus" "$d/artifacts"
     (cd "$d" && nice "$build/fuzz/$t" $(dict_of "$t") -fork=1 -ignore_crashes=1 -ignore_timeouts=1 \
         -ignore_ooms=1 -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=16384 \
-        -artifact_prefix="$d/artifacts/" -print_final_stats=1 "$d/corpus" "$src/fuzz/corpus/$t" \
+        -artifact_prefix="$d/artifacts/" -print_final_stats=1 "$d/corpus" "$src/fuzz/corpus/$t" $(seeds_of "$t") \
         >"$d/log" 2>&1)
     local rc=$? last; last=$(grep -E '^#[0-9]+: cov' "$d/log" | tail -1)
     echo "$t rc=$rc secs=$secs last: $last artifacts: $(ls "$d/artifacts" | wc -l)"

@@ -35,6 +35,13 @@ out=$(cd "$build" && pwd)/fuzz-out
 rm -rf "$out"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
+# Seeds that live elsewhere in the tree, read but never written by libFuzzer.
+seeds_of() {
+    case $1 in
+    fuzz_sql_guard) echo "sql/queries" ;;
+    esac
+}
+
 dict_of() {
     case $1 in
     fuzz_kineto_*|fuzz_gzip) echo "-dict=$src/fuzz/kineto.dict" ;;
@@ -56,7 +63,7 @@ run_target() {
         fi
     fi
     "$bin" $(dict_of "$t") -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=16384 \
-        -artifact_prefix="$d/" -print_final_stats=1 "$d/corpus" "fuzz/corpus/$t" >"$d.log" 2>&1 || rc=$?
+        -artifact_prefix="$d/" -print_final_stats=1 "$d/corpus" "fuzz/corpus/$t" $(seeds_of "$t") >"$d.log" 2>&1 || rc=$?
     if [ $rc -ne 0 ]; then
         echo "fuzz: $t: FAILED (rc $rc); input kept in $d/, log $d.log"
         grep -E 'ERROR|invariant failed|SUMMARY' "$d.log" | head -n 10

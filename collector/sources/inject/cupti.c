@@ -69,7 +69,6 @@ struct inj_cupti {
     int stop;
     int32_t pid;               /* the process that started CUPTI (not a forked child) */
     /* drain thread (or the exit path after it stopped) only: */
-    char *(*demangle)(const char *, char *, size_t *, int *);
     struct name_slot names[NAME_CACHE];
     uint32_t rt_name[CUPTI_RUNTIME_TRACE_CBID_SIZE], drv_name[CUPTI_DRIVER_TRACE_CBID_SIZE];
     uint8_t rt_keep[CUPTI_RUNTIME_TRACE_CBID_SIZE], drv_keep[CUPTI_DRIVER_TRACE_CBID_SIZE]; /* 0 ?, 1 keep, 2 drop */
@@ -94,12 +93,13 @@ static const char *result_text(struct inj_cupti *c, CUptiResult r)
 
 /* ---- names ----------------------------------------------------------------- */
 
+/* A kernel's ring string id, cached by CUPTI's name pointer. Names go out
+ * as CUPTI gives them (mangled): the collector demangles them, outside the
+ * profiled process (collector/ring_source.c). */
 static uint32_t kernel_name(struct inj *g, struct inj_cupti *c, const char *mangled)
 {
     uint32_t h = (uint32_t)(((uintptr_t)mangled >> 3) * 2654435761u);
-    char *plain = NULL;
     uint32_t id;
-    int status = -1;
 
     if (!mangled)
         return inj_cstr(g, "(unnamed kernel)");
@@ -109,10 +109,7 @@ static uint32_t kernel_name(struct inj *g, struct inj_cupti *c, const char *mang
             return s->id;
         if (s->key)
             continue;
-        if (c->demangle && mangled[0] == '_' && mangled[1] == 'Z')
-            plain = c->demangle(mangled, NULL, NULL, &status);
-        id = inj_cstr(g, status == 0 && plain ? plain : mangled);
-        free(plain);
+        id = inj_cstr(g, mangled);
         if (id) {
             s->key = mangled;
             s->id = id;
@@ -440,7 +437,6 @@ static int load(struct inj_cupti *c, char *why, size_t len)
     *(void **)&c->subscribe_v2 = dlsym(c->lib, "cuptiSubscribe_v2");
     *(void **)&c->enable_rt_api = dlsym(c->lib, "cuptiActivityEnableRuntimeApi");
     *(void **)&c->enable_drv_api = dlsym(c->lib, "cuptiActivityEnableDriverApi");
-    *(void **)&c->demangle = dlsym(RTLD_DEFAULT, "__cxa_demangle");
     return 0;
 }
 

@@ -1,2 +1,0 @@
--- htamerge export: ProfilerStep windows, for --steps.
-SELECT rank, number, ts, dur FROM steps ORDER BY number, rank

@@ -1,5 +1,0 @@
--- report stragglers: the verdict for the whole run (merger/stragglers.h
--- states the rule).
-SELECT straggler, evidence
-FROM straggler_verdicts
-WHERE step IS NULL;

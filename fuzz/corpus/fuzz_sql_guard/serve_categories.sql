@@ -1,2 +1,0 @@
--- /api/ranks: the slice categories the timeline's cat numbers refer to.
-SELECT id, name FROM categories ORDER BY id;

@@ -1,2 +1,0 @@
--- A name for the timeline's string table.
-SELECT str FROM strings WHERE id = ?1;

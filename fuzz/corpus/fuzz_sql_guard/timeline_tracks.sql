@@ -1,2 +1,0 @@
--- Tracks in drawing order: per rank, CPU threads before GPU streams.
-SELECT id, rank FROM tracks ORDER BY rank, kind, pid, tid, id;

@@ -1,5 +1,0 @@
--- One rank's ProfilerSteps with the id of their slice.
-SELECT number, ts, dur, slice
-FROM steps
-WHERE rank = ?1
-ORDER BY number;
