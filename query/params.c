@@ -198,14 +198,18 @@ void qry_buf_printf(struct qry_buf *b, const char *fmt, ...)
     b->n += (size_t)need;
 }
 
-void qry_buf_puts(struct qry_buf *b, const char *s)
+void qry_buf_put(struct qry_buf *b, const char *s, size_t n)
 {
-    size_t n = strlen(s);
-
     if (!buf_reserve(b, n))
         return;
-    memcpy(b->p + b->n, s, n + 1);
+    memcpy(b->p + b->n, s, n);
     b->n += n;
+    b->p[b->n] = '\0';
+}
+
+void qry_buf_puts(struct qry_buf *b, const char *s)
+{
+    qry_buf_put(b, s, strlen(s));
 }
 
 void qry_buf_free(struct qry_buf *b)

@@ -56,6 +56,7 @@ struct qry_buf {
 };
 void qry_buf_printf(struct qry_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void qry_buf_puts(struct qry_buf *b, const char *s);
+void qry_buf_put(struct qry_buf *b, const char *s, size_t n);   /* n bytes of s */
 void qry_buf_free(struct qry_buf *b);
 
 /* ---- timeline level of detail (timeline.c) ---- */

@@ -24,6 +24,14 @@
  * 2 bytes per slice for the pyramid plus the wide slices. A request runs in
  * one read transaction.
  *
+ * While the slices loaded so far fit a budget (LOD_MEM_DEFAULT_MB, or
+ * HTAMERGE_TIMELINE_MEMORY_MB; 0 turns it off), a track also keeps every
+ * slice in memory, 32 bytes each, with what drawing needs, and its range
+ * look-ups are a bisection instead of SQL: a window of 20 000 drawn slices
+ * then costs a few ms instead of ~40 (bench/RESULTS.md, "Timeline").
+ * Tracks loaded past the budget use the SQL path above; both give the same
+ * answer (tests/cli/test_timeline_memory.sh).
+ *
  * Also per rank, loaded on first use: the stitched NVTX ranges
  * (nvtx_stitched_ranks), drawn as a row per rank group; see qry_timeline.
  *
@@ -39,11 +47,19 @@
 #define LOD_MAX_LEV 64
 #define LOD_L0_MAX (1u << 22)      /* level-0 buckets per track at most */
 #define LOD_ROW_CAP 200000         /* rows read for one track in one window */
+#define LOD_MEM_DEFAULT_MB 1024    /* slices kept in memory, all tracks together */
 
 /* A slice as drawn; name and coll are 0 when NULL. */
 struct lod_row {
     int64_t id, ts, dur, name, coll;
     int32_t depth, cat;
+};
+
+/* A slice as a track keeps it in memory (32 bytes). */
+struct lod_slice {
+    int64_t ts, dur, id;
+    int32_t name;
+    int16_t depth, cat;
 };
 
 /* A wide slice kept in memory; maxend = max end of it and all before it,
@@ -66,6 +82,7 @@ struct lod_track {
     float *busy[LOD_MAX_LEV];    /* owned: covered ns of the bucket */
     struct lod_wide *wide;       /* owned, by ts */
     size_t nwide;
+    struct lod_slice *mem;       /* owned, by ts: every slice, or NULL (SQL path) */
 };
 
 /* A rank's part of a stitched NVTX range; maxend as in lod_wide, within
@@ -92,10 +109,11 @@ struct qry_lod {
     size_t nnvg;
     bool nv_loaded;
     bool covers;                 /* slices_track_ts covers depth, name, cat */
+    size_t mem_left;             /* slices that may still be kept in memory */
     int64_t *coll_slice, *coll_id;   /* owned: slice -> collectives row, by slice */
     size_t ncoll;
     bool colls_loaded;
-    sqlite3_stmt *scan, *rows, *row1, *str, *src;   /* owned */
+    sqlite3_stmt *scan, *load, *rows, *row1, *str, *src;   /* owned */
 };
 
 /* One request's scratch: per-column accumulators and the name table. */
@@ -160,14 +178,26 @@ static int load_tracks(struct qry_lod *l, struct hm_err *err)
 
 static int prepare_all(struct qry_lod *l, struct hm_err *err)
 {
-    const char *sql[] = {hm_sql_timeline_track_scan, hm_sql_timeline_rows, hm_sql_timeline_row,
-                         hm_sql_timeline_string, hm_sql_timeline_rows_src};
-    sqlite3_stmt **st[] = {&l->scan, &l->rows, &l->row1, &l->str, &l->src};
+    const char *sql[] = {hm_sql_timeline_track_scan, hm_sql_timeline_track_load, hm_sql_timeline_rows,
+                         hm_sql_timeline_row, hm_sql_timeline_string, hm_sql_timeline_rows_src};
+    sqlite3_stmt **st[] = {&l->scan, &l->load, &l->rows, &l->row1, &l->str, &l->src};
 
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < 6; i++)
         if (sqlite3_prepare_v3(l->db, sql[i], -1, SQLITE_PREPARE_PERSISTENT, st[i], NULL) != SQLITE_OK)
             return hm_err_set(err, HM_ESQL, NULL, -1, "timeline: %s", sqlite3_errmsg(l->db));
     return 0;
+}
+
+/* Slices the tracks may keep in memory, from the budget in MiB. */
+static size_t mem_budget(void)
+{
+    const char *v = getenv("HTAMERGE_TIMELINE_MEMORY_MB");
+    char *end = NULL;
+    double mb = v && *v ? strtod(v, &end) : LOD_MEM_DEFAULT_MB;
+
+    if (v && *v && (*end || mb < 0))
+        mb = LOD_MEM_DEFAULT_MB;   /* a malformed value keeps the default */
+    return (size_t)(mb * 1048576.0 / sizeof(struct lod_slice));
 }
 
 struct qry_lod *qry_lod_new(sqlite3 *db, struct hm_err *err)
@@ -181,6 +211,7 @@ struct qry_lod *qry_lod_new(sqlite3 *db, struct hm_err *err)
         return NULL;
     }
     l->db = db;
+    l->mem_left = mem_budget();
     indexed = q_i64(db, hm_sql_timeline_has_index, 0, 0) > 0;
     l->covers = indexed && q_i64(db, hm_sql_timeline_index_covers, 0, 0) == 3;
     rc = sqlite3_exec(db, indexed ? hm_sql_timeline_setup_views : hm_sql_timeline_setup_copy, NULL, NULL,
@@ -207,6 +238,7 @@ static void track_clear(struct lod_track *t)
         free(t->busy[k]);
     }
     free(t->wide);
+    free(t->mem);
 }
 
 void qry_lod_free(struct qry_lod *l)
@@ -221,6 +253,7 @@ void qry_lod_free(struct qry_lod *l)
     free(l->coll_slice);
     free(l->coll_id);
     sqlite3_finalize(l->scan);
+    sqlite3_finalize(l->load);
     sqlite3_finalize(l->src);
     sqlite3_finalize(l->rows);
     sqlite3_finalize(l->row1);
@@ -236,42 +269,50 @@ void qry_lod_extent(const struct qry_lod *l, int64_t *origin_ns, int64_t *end_ns
 
 /* ---- building a track's pyramid ---- */
 
-/* The scan's columns, grown as rows arrive. */
+/* A track's slices by ts, as its build reads them; details (depth, name,
+ * cat) only when loading for memory ("full"), else depth is -1. */
 struct scan {
-    int64_t *ts, *dur, *id;   /* owned */
+    struct lod_slice *v;   /* owned */
     size_t n, cap;
+    bool full;
 };
 
-static void scan_free(struct scan *s)
-{
-    free(s->ts);
-    free(s->dur);
-    free(s->id);
-}
-
+/* Reads track's slices. A full scan stops being full (the track takes the
+ * SQL path) when a value does not fit its lod_slice field: nothing is
+ * drawn wrong, it is only slower. */
 static int scan_track(struct qry_lod *l, int64_t track, struct scan *s, struct hm_err *err)
 {
+    sqlite3_stmt *st = s->full ? l->load : l->scan;
     int rc;
 
-    sqlite3_reset(l->scan);
-    sqlite3_bind_int64(l->scan, 1, track);
-    while ((rc = sqlite3_step(l->scan)) == SQLITE_ROW) {
+    sqlite3_reset(st);
+    sqlite3_bind_int64(st, 1, track);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        struct lod_slice *v;
         if (s->n == s->cap) {
             size_t cap = s->cap ? 2 * s->cap : 1024;
-            int64_t *a = realloc(s->ts, cap * 8), *b = a ? realloc(s->dur, cap * 8) : NULL;
-            int64_t *c = b ? realloc(s->id, cap * 8) : NULL;
-            if (a) s->ts = a;
-            if (b) s->dur = b;
-            if (!c)
+            struct lod_slice *a = realloc(s->v, cap * sizeof *a);
+            if (!a) {
+                sqlite3_reset(st);
                 return hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
-            s->id = c;
+            }
+            s->v = a;
             s->cap = cap;
         }
-        s->ts[s->n] = sqlite3_column_int64(l->scan, 0);
-        s->dur[s->n] = sqlite3_column_int64(l->scan, 1);
-        s->id[s->n++] = sqlite3_column_int64(l->scan, 2);
+        v = &s->v[s->n++];
+        v->ts = sqlite3_column_int64(st, 0);
+        v->dur = sqlite3_column_int64(st, 1);
+        v->id = sqlite3_column_int64(st, 2);
+        v->depth = -1, v->name = 0, v->cat = 0;
+        if (s->full) {
+            int64_t depth = sqlite3_column_int64(st, 3), name = sqlite3_column_int64(st, 4);
+            int64_t cat = sqlite3_column_int64(st, 5);
+            if (depth < 0 || depth > INT16_MAX || name < 0 || name > INT32_MAX || cat < 0 || cat > INT16_MAX)
+                s->full = false;
+            v->depth = (int16_t)depth, v->name = (int32_t)name, v->cat = (int16_t)cat;
+        }
     }
-    sqlite3_reset(l->scan);
+    sqlite3_reset(st);
     return rc == SQLITE_DONE ? 0 : hm_err_set(err, HM_ESQL, NULL, -1, "timeline scan: %s", sqlite3_errmsg(l->db));
 }
 
@@ -316,8 +357,8 @@ static void pyramid_fill(struct lod_track *t, const struct scan *s)
     int64_t cover = t->base;
 
     for (size_t j = 0; j < s->n; j++) {
-        int64_t e = s->ts[j] + s->dur[j], from = s->ts[j] > cover ? s->ts[j] : cover;
-        t->cnt[0][(s->ts[j] - t->base) >> t->shift]++;
+        int64_t e = s->v[j].ts + s->v[j].dur, from = s->v[j].ts > cover ? s->v[j].ts : cover;
+        t->cnt[0][(s->v[j].ts - t->base) >> t->shift]++;
         if (e > from)
             cover_buckets(t, from, e);
         if (e > cover)
@@ -379,6 +420,13 @@ static int64_t coll_of(const struct qry_lod *l, int64_t id)
     return lo < l->ncoll && l->coll_slice[lo] == id ? l->coll_id[lo] : 0;
 }
 
+/* A slice kept in memory as drawn. */
+static void row_of(const struct qry_lod *l, const struct lod_slice *v, struct lod_row *r)
+{
+    *r = (struct lod_row){.id = v->id, .ts = v->ts, .dur = v->dur, .depth = v->depth, .name = v->name,
+                          .cat = v->cat, .coll = coll_of(l, v->id)};
+}
+
 static void row_read(const struct qry_lod *l, sqlite3_stmt *st, struct lod_row *r)
 {
     r->id = sqlite3_column_int64(st, 0);
@@ -397,40 +445,48 @@ static int wide_collect(struct qry_lod *l, struct lod_track *t, const struct sca
     size_t n = 0;
 
     for (size_t j = 0; j < s->n; j++)
-        n += s->dur[j] >= width;
+        n += s->v[j].dur >= width;
     if (n && !(t->wide = calloc(n, sizeof *t->wide)))
         return hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
     for (size_t j = 0; j < s->n; j++) {
+        const struct lod_slice *v = &s->v[j];
         struct lod_wide *wd;
-        if (s->dur[j] < width)
+        if (v->dur < width)
             continue;
         wd = &t->wide[t->nwide++];
-        wd->r = (struct lod_row){.id = s->id[j], .ts = s->ts[j], .dur = s->dur[j]};
-        sqlite3_reset(l->row1);
-        sqlite3_bind_int64(l->row1, 1, s->id[j]);
-        if (sqlite3_step(l->row1) == SQLITE_ROW)
-            row_read(l, l->row1, &wd->r);
-        if (s->ts[j] + s->dur[j] > maxend)
-            maxend = s->ts[j] + s->dur[j];
+        if (s->full) {
+            row_of(l, v, &wd->r);
+        } else {
+            wd->r = (struct lod_row){.id = v->id, .ts = v->ts, .dur = v->dur};
+            sqlite3_reset(l->row1);
+            sqlite3_bind_int64(l->row1, 1, v->id);
+            if (sqlite3_step(l->row1) == SQLITE_ROW)
+                row_read(l, l->row1, &wd->r);
+        }
+        if (v->ts + v->dur > maxend)
+            maxend = v->ts + v->dur;
         wd->maxend = maxend;
     }
     sqlite3_reset(l->row1);
     return 0;
 }
 
+/* Builds the track's pyramid and wide slices, and keeps its slices in
+ * memory while the budget allows (a track is loaded whole or not at all;
+ * the one that crosses the budget is dropped after its build). */
 static int track_build(struct qry_lod *l, struct lod_track *t, struct hm_err *err)
 {
-    struct scan s = {0};
+    struct scan s = {.full = l->mem_left > 0};
     int rc = scan_track(l, t->id, &s, err);
 
     t->built = true;
     if (rc == 0 && s.n > 0) {
         t->n = s.n;
-        t->base = s.ts[0];
+        t->base = s.v[0].ts;
         t->end = t->base;
         for (size_t j = 0; j < s.n; j++)
-            if (s.ts[j] + s.dur[j] > t->end)
-                t->end = s.ts[j] + s.dur[j];
+            if (s.v[j].ts + s.v[j].dur > t->end)
+                t->end = s.v[j].ts + s.v[j].dur;
         if (t->end > l->end)   /* the extent query looks only at each track's tail */
             l->end = t->end;
         rc = pyramid_alloc(t, err);
@@ -438,8 +494,16 @@ static int track_build(struct qry_lod *l, struct lod_track *t, struct hm_err *er
             pyramid_fill(t, &s);
         if (rc == 0)
             rc = wide_collect(l, t, &s, err);
+        if (rc == 0 && s.full && s.n <= l->mem_left) {
+            struct lod_slice *v = realloc(s.v, s.n * sizeof *v);   /* give back the growth slack */
+            t->mem = v ? v : s.v;
+            s.v = NULL;
+            l->mem_left -= s.n;
+        } else if (s.full) {
+            l->mem_left = 0;
+        }
     }
-    scan_free(&s);
+    free(s.v);
     if (rc != 0) {   /* back to "not built", so a later request retries */
         int64_t id = t->id;
         int rank = t->rank;
@@ -497,22 +561,32 @@ static int name_index(struct lod_req *q, int64_t sid)
     return (int)q->name_n++;
 }
 
-/* Writes v in decimal at p; returns the end. (printf's parsing showed up
- * as a tenth of a busy window's time.) */
+/* Writes v in decimal at p; returns the end. Two digits a step: number
+ * formatting was a fifth of a busy window's time (printf's, a tenth more). */
 static char *put_i64(char *p, int64_t v)
 {
-    char tmp[24];
-    int n = 0;
+    static const char pairs[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+                                "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+                                "8081828384858687888990919293949596979899";
+    char tmp[24], *e = tmp + sizeof tmp, *d = e;
     uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
 
     if (v < 0)
         *p++ = '-';
-    do
-        tmp[n++] = (char)('0' + u % 10);
-    while ((u /= 10) != 0);
-    while (n)
-        *p++ = tmp[--n];
-    return p;
+    while (u >= 100) {
+        unsigned k = (unsigned)(u % 100) * 2;
+        u /= 100;
+        *--d = pairs[k + 1];
+        *--d = pairs[k];
+    }
+    if (u >= 10) {
+        *--d = pairs[u * 2 + 1];
+        *--d = pairs[u * 2];
+    } else {
+        *--d = (char)('0' + u);
+    }
+    memcpy(p, d, (size_t)(e - d));
+    return p + (e - d);
 }
 
 static void emit(struct lod_req *q, const struct lod_row *r, bool *first)
@@ -527,8 +601,7 @@ static void emit(struct lod_req *q, const struct lod_row *r, bool *first)
         p = put_i64(p, v[i]);
         *p++ = i < 6 ? ',' : ']';
     }
-    *p = '\0';
-    qry_buf_puts(q->out, line);
+    qry_buf_put(q->out, line, (size_t)(p - line));
     *first = false;
 }
 
@@ -546,6 +619,35 @@ static int rows_push(struct lod_req *q, const struct lod_row *r)
     return 0;
 }
 
+/* fetch_rows from memory: bisection to from, then the run up to to. */
+static int mem_rows(struct lod_req *q, const struct lod_track *t, int64_t from, int64_t to, struct hm_err *err)
+{
+    int64_t width = INT64_C(1) << t->shift;
+    size_t lo = 0, hi = t->n;
+
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (t->mem[mid].ts < from)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (; lo < t->n && t->mem[lo].ts < to; lo++) {
+        const struct lod_slice *v = &t->mem[lo];
+        struct lod_row r;
+        if (v->dur >= width || v->ts + v->dur <= q->a)
+            continue;
+        if (q->nrows >= LOD_ROW_CAP) {
+            q->truncated = true;
+            break;
+        }
+        row_of(q->lod, v, &r);
+        if (rows_push(q, &r))
+            return hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
+    }
+    return 0;
+}
+
 /* Appends the narrow rows of track starting in [from, to) to q->rows. */
 static int fetch_rows(struct lod_req *q, const struct lod_track *t, int64_t from, int64_t to, struct hm_err *err)
 {
@@ -553,6 +655,8 @@ static int fetch_rows(struct lod_req *q, const struct lod_track *t, int64_t from
     struct lod_row r;
     int rc;
 
+    if (t->mem)
+        return mem_rows(q, t, from, to, err);
     sqlite3_reset(st);
     sqlite3_bind_int64(st, 1, t->id);
     sqlite3_bind_int64(st, 2, from);
@@ -637,8 +741,7 @@ static void emit_dense(struct lod_req *q)
             *p++ = (char)('0' + milli / 100), *p++ = (char)('0' + milli / 10 % 10), *p++ = (char)('0' + milli % 10);
         }
         *p++ = ']';
-        *p = '\0';
-        qry_buf_puts(q->out, line);
+        qry_buf_put(q->out, line, (size_t)(p - line));
         first = false;
     }
 }
@@ -650,6 +753,8 @@ static int fetch_src(struct lod_req *q, const struct lod_track *t, int64_t from,
     sqlite3_stmt *st = q->lod->src;
     int rc;
 
+    if (t->mem)   /* details come with the rows: nothing to look up later */
+        return mem_rows(q, t, from, to, err);
     sqlite3_reset(st);
     sqlite3_bind_int64(st, 1, t->id);
     sqlite3_bind_int64(st, 2, from);
