@@ -15,7 +15,7 @@
 #include "sql_guard.h"
 
 #define API_SQL_ROWS 10000   /* rows a console query returns before "truncated" */
-#define API_SQL_MS 5000      /* its time limit: the server answers one request at a time */
+#define API_SQL_BYTES (16L << 20)   /* and values' bytes (the worker takes answers up to 32 MiB) */
 #define API_PX_DEFAULT 1000
 
 const char *qry_call_param(const struct qry_call *c, const char *key)
@@ -467,7 +467,7 @@ static int api_nvtx(struct qry_dbh *h, struct qry_call *c, const char *ids)
 /* POST /api/sql: the body is the SQL text, or {"sql": "..."}. */
 static int api_sql(struct qry_dbh *h, struct qry_call *c)
 {
-    struct qry_sql_limits lim = {.max_rows = API_SQL_ROWS, .max_ms = API_SQL_MS};
+    struct qry_sql_limits lim = {.max_rows = API_SQL_ROWS, .max_ms = QRY_API_SQL_MS, .max_bytes = API_SQL_BYTES};
     const char *p = c->body ? c->body : "";
     cJSON *json = NULL, *doc = NULL;
     struct hm_err err;

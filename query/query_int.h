@@ -166,6 +166,11 @@ void qry_dbh_close(struct qry_dbh *h);
 
 /* ---- API handlers (api.c) ---- */
 
+/* The SQL console's time limit per statement (api.c's progress handler);
+ * the server runs each statement in a child and kills it a grace period
+ * later (sql_worker.h). */
+#define QRY_API_SQL_MS 5000
+
 struct qry_kv {
     const char *key, *val;   /* borrowed from the request */
 };

@@ -6,7 +6,10 @@
  *   -> /api/: token (if any), file refreshed, cache by (version, URI), else
  *   api.c -> or a web file (static.c: on disk when installed, else embedded).
  * evhttp enforces the header and body size limits (413 for big bodies) and
- * the idle timeout. One thread; each request runs to completion. */
+ * the idle timeout. One thread; each request runs to completion, except
+ * POST /api/sql: its statement runs in a forked child (sql_worker.c) and
+ * is answered from the event loop when the child is done or killed, so
+ * the server keeps answering meanwhile. */
 #include "server.h"
 
 #include <errno.h>
@@ -26,6 +29,7 @@
 #include <event2/keyvalq_struct.h>
 
 #include "query_int.h"
+#include "sql_worker.h"
 
 #define SRV_MAX_HEADERS 16384        /* bytes of request line and headers */
 #define SRV_MAX_BODY 65536           /* bytes of a POST body (SQL text) */
@@ -51,6 +55,7 @@ struct srv {
     struct event_base *base;          /* owned */
     struct evhttp *http;              /* owned */
     struct event *sig[2];             /* owned: SIGINT, SIGTERM */
+    struct qry_sqlw *sqlw;            /* owned: console statements in children */
     struct cache_ent cache[SRV_CACHE_SLOTS];
     size_t cache_next;                /* slot replaced next (round robin) */
     size_t cache_bytes;               /* bodies kept, bytes */
@@ -66,6 +71,7 @@ static const char *reason(int status)
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
     case 503: return "Service Unavailable";
+    case 504: return "Gateway Timeout";
     default: return status < 500 ? "Client Error" : "Internal Server Error";
     }
 }
@@ -96,6 +102,11 @@ static void send_body(struct evhttp_request *req, int status, const char *ctype,
         evbuffer_add(buf, body, len);
     evhttp_send_reply(req, status, reason(status), buf);
     evbuffer_free(buf);
+}
+
+static void send_json(struct evhttp_request *req, int status, const char *json, size_t len)
+{
+    send_body(req, status, "application/json", json, len, true);
 }
 
 static void send_error(struct evhttp_request *req, int status, const char *msg)
@@ -245,6 +256,11 @@ static void serve_api(struct srv *s, struct evhttp_request *req, struct qry_call
         send_error(req, 500, "out of memory");
         return;
     }
+    if (c->post && !strcmp(c->path, "/api/sql")) {   /* answered later (sql_worker.h) */
+        qry_sqlw_start(s->sqlw, req, body, c->body_len);
+        free(body);
+        return;
+    }
     c->body = body;
     qry_api_dispatch(&s->dbh, c);
     send_body(req, c->status, "application/json", c->out ? c->out : "{}", c->out ? c->out_len : 2, true);
@@ -345,6 +361,8 @@ static int setup(struct srv *s, struct hm_err *err)
     s->sig[1] = evsignal_new(s->base, SIGTERM, on_signal, s->base);
     if (!s->sig[0] || !s->sig[1] || event_add(s->sig[0], NULL) || event_add(s->sig[1], NULL))
         return hm_err_set(err, HM_ENOMEM, NULL, -1, "cannot watch signals");
+    if (!(s->sqlw = qry_sqlw_new(s->base, s->o->db_path, send_json, s->log)))
+        return hm_err_set(err, HM_ENOMEM, NULL, -1, "cannot set up the SQL console's workers");
     return bind_listen(s, err);
 }
 
@@ -353,6 +371,7 @@ static void teardown(struct srv *s)
     for (int i = 0; i < 2; i++)
         if (s->sig[i])
             event_free(s->sig[i]);
+    qry_sqlw_free(s->sqlw);   /* before evhttp_free: it may hold requests */
     if (s->http)
         evhttp_free(s->http);
     if (s->base)

@@ -205,18 +205,22 @@ static int fetch(sqlite3_stmt *st, const struct qry_sql_limits *lim, cJSON *res)
 {
     cJSON *cols = cJSON_AddArrayToObject(res, "columns"), *rows = cJSON_AddArrayToObject(res, "rows");
     int n = sqlite3_column_count(st), rc;
-    long count = 0;
+    long count = 0, bytes = 0;
 
     for (int i = 0; i < n; i++)
         cJSON_AddItemToArray(cols, cJSON_CreateString(sqlite3_column_name(st, i)));
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (count++ >= lim->max_rows) {
+        /* Bytes too: 10 000 rows of 16 MiB values would otherwise be
+         * built in memory before anything could refuse them. */
+        if (count++ >= lim->max_rows || (lim->max_bytes > 0 && bytes > lim->max_bytes)) {
             cJSON_AddBoolToObject(res, "truncated", 1);
             return SQLITE_DONE;
         }
         cJSON *row = cJSON_CreateArray();
-        for (int i = 0; i < n; i++)
+        for (int i = 0; i < n; i++) {
             qry_json_add_column(st, i, row, NULL);
+            bytes += sqlite3_column_bytes(st, i) + 8;
+        }
         cJSON_AddItemToArray(rows, row);
     }
     cJSON_AddBoolToObject(res, "truncated", 0);

@@ -14,6 +14,7 @@
 struct qry_sql_limits {
     long max_rows;   /* rows returned before truncating */
     long max_ms;     /* wall time per statement */
+    long max_bytes;  /* values' bytes returned before truncating; 0: no limit */
 };
 
 /* Runs exactly one statement. *out = {"columns":[...],"rows":[[...]],

@@ -5,6 +5,7 @@
 # checks, a file replaced under the server, and a live run still writing
 # the file. Loopback only; every request and wait is bounded.
 set -u
+. "${HM_SOURCE_DIR:?}/tests/tools/serve_port.sh"
 H=${HTAMERGE:?}; FX=${HM_SOURCE_DIR:?}/tests/fixtures/hta
 T=$(mktemp -d "${HM_TMPDIR:-/tmp}/cli_serve.XXXXXX")
 pids=()
@@ -21,11 +22,7 @@ start_server() {
     "$H" serve "$db" --listen 127.0.0.1:0 "$@" 2>"$T/$name.err" &
     pids+=($!)
     PORT=
-    for _ in $(seq 100); do
-        PORT=$(sed -n 's|.*http://127\.0\.0\.1:\([0-9]*\)/.*|\1|p' "$T/$name.err")
-        [ -n "$PORT" ] && return 0
-        sleep 0.1
-    done
+    PORT=$(serve_port "$T/$name.err") && return 0
     fail "server $name did not start: $(cat "$T/$name.err")"
     return 1
 }

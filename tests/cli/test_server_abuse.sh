@@ -7,6 +7,7 @@
 # write), raw request-line traversal. After each group the server must
 # still answer /api/run, and its memory must stay bounded. Loopback only.
 set -u
+. "${HM_SOURCE_DIR:?}/tests/tools/serve_port.sh"
 H=${HTAMERGE:?}; FX=${HM_SOURCE_DIR:?}/tests/fixtures/hta
 T=$(mktemp -d "${HM_TMPDIR:-/tmp}/cli_abuse.XXXXXX")
 srv=
@@ -19,11 +20,7 @@ command -v curl >/dev/null || { echo "FAIL: curl is not installed"; exit 1; }
 "$H" ingest -q -o "$T/tf.db" "$FX/trace_filter" 2>/dev/null || { echo "FAIL: ingest"; exit 1; }
 "$H" serve "$T/tf.db" --listen 127.0.0.1:0 2>"$T/srv.err" &
 srv=$!
-for _ in $(seq 100); do
-    PORT=$(sed -n 's|.*http://127\.0\.0\.1:\([0-9]*\)/.*|\1|p' "$T/srv.err")
-    [ -n "$PORT" ] && break
-    sleep 0.1
-done
+PORT=$(serve_port "$T/srv.err")
 [ -n "${PORT:-}" ] || { echo "FAIL: server did not start: $(cat "$T/srv.err")"; exit 1; }
 export PORT
 

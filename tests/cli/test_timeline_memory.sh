@@ -5,6 +5,7 @@
 # and 1 MiB (some tracks in memory, the rest not), asked the same windows
 # at every zoom from the whole run to a few microseconds. Loopback only.
 set -u
+. "${HM_SOURCE_DIR:?}/tests/tools/serve_port.sh"
 H=${HTAMERGE:?}; SYNTH=${HTAMERGE_SYNTH:-$(dirname "$H")/htamerge-synth}
 T=$(mktemp -d "${HM_TMPDIR:-/tmp}/cli_tlmem.XXXXXX")
 pids=()
@@ -26,11 +27,7 @@ start() {
     local name=$1 port=; shift
     env "$@" "$H" serve "$T/t.db" --listen 127.0.0.1:0 2>"$T/$name.err" &
     pids+=($!)
-    for _ in $(seq 100); do
-        port=$(sed -n 's|.*http://127\.0\.0\.1:\([0-9]*\)/.*|\1|p' "$T/$name.err")
-        [ -n "$port" ] && break
-        sleep 0.1
-    done
+    port=$(serve_port "$T/$name.err")
     [ -n "$port" ] || { echo "FAIL: server $name did not start: $(cat "$T/$name.err")"; exit 1; }
     printf -v "PORT_$name" '%s' "$port"
 }
