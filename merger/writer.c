@@ -1791,6 +1791,8 @@ int mrg_writer_store_iterations(struct mrg_writer *w, const struct hm_batch *b, 
     sqlite3_stmt *st = NULL;
     int rc;
 
+    if (b->slices.n == 0 && w->nloaded == 0)   /* a rank that sent no slice: nothing to store */
+        return 0;
     if (!w->loaded_ids || b->slices.n != w->nloaded)
         return fail(w, err, HM_EINVAL, b->info.rank, "storing iterations of a batch that was not loaded");
     if (sqlite3_prepare_v2(w->db, "UPDATE slices SET iteration = ?2 WHERE id = ?1", -1, &st, NULL) != SQLITE_OK)

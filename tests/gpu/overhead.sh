@@ -14,10 +14,9 @@ set -u
 C=$(realpath "${1:?carry}"); O=$(realpath "${2:?out}"); LABEL=${3:?label}; REPS=${4:?reps}; shift 4
 T=$(dirname "$(realpath "$0")")
 W=$(mktemp -d /tmp/hmover.XXXX)
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 MASTER_ADDR=127.0.0.1 PYTHONUNBUFFERED=1
-mkdir -p "$W/lib" "$O"
-for f in "$C"/lib/*; do ldconfig -p | grep -q "$(basename "$f")" || cp "$f" "$W/lib/"; done
-export LD_LIBRARY_PATH=$W/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+. "$T/carry_env.sh"
+hm_carry_env "$C" "$W"
+mkdir -p "$O"
 H=$C/htamerge
 P=$T/torch_train.py
 R=$O/overhead-$LABEL.jsonl

@@ -1,11 +1,13 @@
 #!/bin/bash
 # Builds what tests/gpu/run_device.sh needs into one folder to carry to a GPU
 # machine: htamerge and libhtamerge-inject.so (build-gpu, CUDA toolkit
-# found), the CUDA C and NCCL test programs (nvcc, sm_90), and the shared
-# libraries htamerge links that a CUDA image may lack.
+# found), the CUDA C and NCCL test programs and the launch-cost benchmark
+# (nvcc, sm_90), and the shared libraries htamerge links that a CUDA image
+# may lack.
 #
 # usage: tests/gpu/prepare_carry.sh [BUILD=build-gpu] [CARRY=build-gpu-carry]
 # then:  run (device) with carry [CARRY]: bash tests/gpu/run_device.sh CARRY $OUT
+#        (or bash tests/gpu/launch_cost.sh CARRY $OUT [ROUNDS])
 set -eu
 B=${1:-build-gpu}
 C=${2:-build-gpu-carry}
@@ -17,6 +19,7 @@ test -f "$B/libhtamerge-inject.so" || { echo "no libhtamerge-inject.so: CUDA too
 rm -rf "$C"
 mkdir -p "$C/lib"
 "$NVCC" -O2 -arch=sm_90 -o "$C/cuda_kernels" tests/gpu/cuda_kernels.cu
+"$NVCC" -O2 -arch=sm_90 -o "$C/launch_cost" tests/gpu/launch_cost.cu
 "$NVCC" -O2 -arch=sm_90 -x cu -o "$C/nccl_loop" tests/gpu/nccl_loop.c -L"$CUDA/lib" -L"$CUDA/lib64" -lnccl
 cp "$B/htamerge" "$B/libhtamerge-inject.so" "$C/"
 ldd "$B/htamerge" | awk '/=> \// {print $3}' | grep -E 'simdjson|deflate|cjson|libevent-|sqlite3' |

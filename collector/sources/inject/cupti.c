@@ -10,11 +10,18 @@
  * "htamerge/cupti unavailable" = 1, and leave CUPTI alone: NVTX and NCCL
  * capture go on, and the collector reads Kineto's files.
  *
- * Threads: CUPTI hands completed buffers to buf_complete (its worker thread,
- * or whoever flushes); they are queued for our drain thread, which turns
- * them into records, flushes CUPTI every FLUSH_MS so records stream while
- * the job runs, and stamps the ring heartbeat. No training thread parses a
- * buffer. At exit inj_cupti_stop forces a last flush and drains. */
+ * Threads: CUPTI asks for a buffer (buf_request) on whichever thread filled
+ * the last one, often a training thread mid-launch: it gets one from the
+ * pool (inj_cbuf_pool, cupti_pool.c), already zeroed and faulted in, and we
+ * tell CUPTI so (CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER) so that it
+ * does not zero 4 MiB there itself. CUPTI hands completed buffers to
+ * buf_complete (its worker thread, or whoever flushes); they are queued for
+ * our drain thread, which turns them into records, zeroes them back into
+ * the pool and tops the pool up, flushes CUPTI every FLUSH_MS so records
+ * stream while the job runs, and stamps the ring heartbeat. No training
+ * thread parses, zeroes or (unless the pool ran dry: a counted miss)
+ * allocates a buffer. At exit inj_cupti_stop forces a last flush, drains
+ * and frees the pool. */
 #include <cupti.h>
 #include <dlfcn.h>
 #include <stdio.h>
@@ -29,6 +36,7 @@
 #endif
 
 enum { BUF_BYTES = 4 << 20, FLUSH_MS = 500, WAKE_MS = 100, NAME_CACHE = 8192, MAX_CTX = 128 };
+enum { SPARE_BUFS = 4 };       /* pool refill target: requests between two drain wakes */
 
 /* CUPTI functions we call, resolved from the loaded library. */
 #define CUPTI_FNS(X)                                                                                   \
@@ -36,11 +44,6 @@ enum { BUF_BYTES = 4 << 20, FLUSH_MS = 500, WAKE_MS = 100, NAME_CACHE = 8192, MA
     X(cuptiActivityEnable) X(cuptiActivityFlushAll) X(cuptiActivityGetNextRecord)                      \
     X(cuptiActivityGetNumDroppedRecords) X(cuptiGetCallbackName) X(cuptiSetThreadIdType)               \
     X(cuptiGetStreamIdEx)
-
-struct cbuf {                  /* header in front of each buffer we give CUPTI */
-    struct cbuf *next;
-    size_t valid;
-};
 
 enum { MAX_OUT = 256 };        /* buffers handed to CUPTI and not yet completed */
 
@@ -57,12 +60,15 @@ struct inj_cupti {
     __typeof__(&cuptiSubscribe_v2) subscribe_v2;   /* NULL on older CUPTI */
     __typeof__(&cuptiActivityEnableRuntimeApi) enable_rt_api;   /* per-call tracing, */
     __typeof__(&cuptiActivityEnableDriverApi) enable_drv_api;   /* NULL before CUPTI 12.6 */
+    __typeof__(&cuptiActivitySetAttribute) set_attr;             /* NULL: not exported */
     CUpti_SubscriberHandle sub;
     pthread_t thread;
     int thread_started;
-    pthread_mutex_t mu;        /* guards head, tail, stop */
+    pthread_mutex_t mu;        /* guards head, tail, out, stop */
     pthread_cond_t cv;
-    struct cbuf *head, *tail;  /* completed buffers, oldest first; owned */
+    struct inj_cbuf_pool pool; /* free buffers; its own lock, never taken with mu */
+    int zeroed;                /* CUPTI accepted ZEROED_OUT_ACTIVITY_BUFFER = 1 */
+    struct inj_cbuf *head, *tail;  /* completed buffers, oldest first; owned */
     uint8_t *out[MAX_OUT];     /* buffers CUPTI holds: a completed buffer not found
                                   here is someone else's (another CUPTI client
                                   replaced the callbacks) and is left alone */
@@ -297,15 +303,15 @@ static void on_record(struct inj *g, struct inj_cupti *c, CUpti_Activity *r)
     }
 }
 
-/* Turns one completed buffer into records and frees it. */
-static void parse_buffer(struct inj *g, struct inj_cupti *c, struct cbuf *b)
+/* Turns one completed buffer into records and gives it back to the pool. */
+static void parse_buffer(struct inj *g, struct inj_cupti *c, struct inj_cbuf *b)
 {
-    uint8_t *data = (uint8_t *)(b + 1);
+    uint8_t *data = inj_cbuf_data(b);
     CUpti_Activity *r = NULL;
 
     while (c->cuptiActivityGetNextRecord(data, b->valid, &r) == CUPTI_SUCCESS)
         on_record(g, c, r);
-    free(b);
+    inj_cbuf_pool_put(&c->pool, b, b->valid);
 }
 
 /* ---- buffers and the drain thread ------------------------------------------------ */
@@ -322,22 +328,25 @@ static int track_out(struct inj_cupti *c, uint8_t *want, uint8_t *put)
     return 0;
 }
 
+/* On the thread that filled the last buffer (often a training thread
+ * inside a launch): a pop from the pool, two short locks. NULL when no
+ * buffer can be had (CUPTI then drops records and counts them). */
 static void CUPTIAPI buf_request(uint8_t **buffer, size_t *size, size_t *max_records)
 {
     struct inj_cupti *c = inj_get()->cupti;
-    struct cbuf *b = c ? malloc(sizeof *b + BUF_BYTES) : NULL;
+    struct inj_cbuf *b = c ? inj_cbuf_pool_get(&c->pool) : NULL;
     int ok = 0;
 
     if (b) {
         pthread_mutex_lock(&c->mu);
-        ok = track_out(c, NULL, (uint8_t *)(b + 1));
+        ok = track_out(c, NULL, inj_cbuf_data(b));
         pthread_mutex_unlock(&c->mu);
         if (!ok) {
-            free(b);
+            inj_cbuf_pool_put(&c->pool, b, 0);   /* still zero */
             b = NULL;
         }
     }
-    *buffer = b ? (uint8_t *)(b + 1) : NULL;
+    *buffer = b ? inj_cbuf_data(b) : NULL;
     *size = b ? BUF_BYTES : 0;
     *max_records = 0;
 }
@@ -345,7 +354,7 @@ static void CUPTIAPI buf_request(uint8_t **buffer, size_t *size, size_t *max_rec
 static void CUPTIAPI buf_complete(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t size, size_t valid)
 {
     struct inj_cupti *c = inj_get()->cupti;
-    struct cbuf *b = buffer ? (struct cbuf *)buffer - 1 : NULL;
+    struct inj_cbuf *b = buffer ? inj_cbuf_of(buffer) : NULL;
 
     (void)ctx, (void)stream, (void)size;
     if (!b || !c)
@@ -367,17 +376,17 @@ static void CUPTIAPI buf_complete(CUcontext ctx, uint32_t stream, uint8_t *buffe
 }
 
 /* Takes the queued buffers (caller holds mu). */
-static struct cbuf *take_all(struct inj_cupti *c)
+static struct inj_cbuf *take_all(struct inj_cupti *c)
 {
-    struct cbuf *b = c->head;
+    struct inj_cbuf *b = c->head;
     c->head = c->tail = NULL;
     return b;
 }
 
-static void parse_list(struct inj *g, struct inj_cupti *c, struct cbuf *b)
+static void parse_list(struct inj *g, struct inj_cupti *c, struct inj_cbuf *b)
 {
     while (b) {
-        struct cbuf *next = b->next;
+        struct inj_cbuf *next = b->next;
         parse_buffer(g, c, b);
         b = next;
     }
@@ -400,9 +409,10 @@ static void *drain_main(void *arg)
         }
         if (!c->head)
             pthread_cond_timedwait(&c->cv, &c->mu, &until);
-        struct cbuf *list = take_all(c);
+        struct inj_cbuf *list = take_all(c);
         pthread_mutex_unlock(&c->mu);
         parse_list(g, c, list);
+        inj_cbuf_pool_refill(&c->pool);
         hm_ring_heartbeat(g->ring);
         if (mono_ms() - flushed >= FLUSH_MS) {
             c->cuptiActivityFlushAll(0);   /* completes buffers on this thread: mu not held */
@@ -437,6 +447,7 @@ static int load(struct inj_cupti *c, char *why, size_t len)
     *(void **)&c->subscribe_v2 = dlsym(c->lib, "cuptiSubscribe_v2");
     *(void **)&c->enable_rt_api = dlsym(c->lib, "cuptiActivityEnableRuntimeApi");
     *(void **)&c->enable_drv_api = dlsym(c->lib, "cuptiActivityEnableDriverApi");
+    *(void **)&c->set_attr = dlsym(c->lib, "cuptiActivitySetAttribute");
     return 0;
 }
 
@@ -509,6 +520,18 @@ static int kind_wanted(const char *list, int sync, CUpti_ActivityKind k)
     return 1;
 }
 
+/* Tells CUPTI our buffers come zeroed, so it skips zeroing each on the
+ * requesting thread. Returns 1 when accepted; 0 (CUPTI zeroes them itself,
+ * as before) when this CUPTI lacks the call or refuses the attribute. */
+static int say_buffers_zeroed(struct inj_cupti *c)
+{
+    uint8_t on = 1;
+    size_t size = sizeof on;
+
+    return c->set_attr && c->set_attr(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &size, &on) ==
+                              CUPTI_SUCCESS;
+}
+
 static int enable_all(struct inj_cupti *c, int sync, char *why, size_t len)
 {
     static const CUpti_ActivityKind kinds[] = {
@@ -520,6 +543,7 @@ static int enable_all(struct inj_cupti *c, int sync, char *why, size_t len)
     CUptiResult r;
 
     c->cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);  /* tids as NVTX sees them */
+    c->zeroed = say_buffers_zeroed(c);
     r = c->cuptiActivityRegisterCallbacks(buf_request, buf_complete);
     if (r != CUPTI_SUCCESS) {
         snprintf(why, len, "cuptiActivityRegisterCallbacks: %s", result_text(c, r));
@@ -556,16 +580,19 @@ int inj_cupti_start(struct inj *g)
     if (load(c, why, sizeof why) != 0 || subscribe(c, why, sizeof why) != CUPTI_SUCCESS)
         goto off;
     c->pid = g->pid;
-    g->cupti = c;   /* buf_complete looks here */
+    if (inj_cbuf_pool_init(&c->pool, BUF_BYTES, SPARE_BUFS) != 0)
+        inj_debug(g, "CUPTI buffer pool short of memory; requests will allocate");
+    g->cupti = c;   /* buf_request and buf_complete look here */
     if (enable_all(c, (g->capture & INJ_CAP_CUPTI_SYNC) != 0, why, sizeof why) != 0)
         goto off_subscribed;
     if (pthread_create(&c->thread, NULL, drain_main, g) == 0)
         c->thread_started = 1;
-    inj_debug(g, "CUPTI capture on");
+    inj_debug(g, "CUPTI capture on (buffers zeroed by %s)", c->zeroed ? "htamerge" : "CUPTI");
     return 0;
 off_subscribed:
     g->cupti = NULL;
     c->cuptiUnsubscribe(c->sub);
+    inj_cbuf_pool_drop_all(&c->pool);
 off:
     inj_say_once(g, INJ_SAY_CUPTI, "htamerge/cupti unavailable",
                  "CUPTI capture off (%s); NVTX and NCCL capture go on, and GPU activity comes only from "
@@ -577,7 +604,7 @@ off:
 void inj_cupti_stop(struct inj *g)
 {
     struct inj_cupti *c = g->cupti;
-    struct cbuf *rest;
+    struct inj_cbuf *rest;
     size_t dropped = 0;
 
     if (!c || c->pid != g->pid)
@@ -594,8 +621,13 @@ void inj_cupti_stop(struct inj *g)
     rest = take_all(c);
     pthread_mutex_unlock(&c->mu);
     parse_list(g, c, rest);
+    inj_cbuf_pool_drop_all(&c->pool);   /* a later request (exit handlers) allocates */
     if (c->cuptiActivityGetNumDroppedRecords(NULL, 0, &dropped) == CUPTI_SUCCESS && dropped)
         inj_counter(g, "htamerge/cupti dropped records", (double)dropped, -1);
+    /* Always written: 0 is the proof no training thread allocated a buffer. */
+    inj_counter(g, "htamerge/cupti buffer pool misses", (double)atomic_load(&c->pool.misses), -1);
+    if (atomic_load(&c->pool.dirty))
+        inj_counter(g, "htamerge/cupti buffers written past valid", (double)atomic_load(&c->pool.dirty), -1);
 }
 
 int64_t inj_cupti_stream_id(struct inj *g, void *stream)

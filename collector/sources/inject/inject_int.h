@@ -2,8 +2,8 @@
  * files: the one state struct, the producer helpers every capture uses
  * (string ids, timestamps, ring records, once-only notices), and the pure
  * pieces the unit tests drive directly (NVTX stacks, open start/end ranges,
- * the GPU-timer-to-CPU-clock map). Nothing here needs a CUDA header; the
- * CUPTI part lives in cupti.c behind three functions.
+ * the GPU-timer-to-CPU-clock map, CUPTI's buffer pool). Nothing here needs
+ * a CUDA header; the CUPTI part lives in cupti.c behind three functions.
  *
  * Flow: CUDA / NVTX / NCCL call the entry points (inject.c, nvtx.c, nccl.c,
  * cupti.c) -> records -> the shared-memory ring (common/shm_ring.h) -> the
@@ -115,6 +115,44 @@ struct inj_nccl {
     _Atomic uint64_t dropped;       /* events we could not track */
     struct inj_gpuclock clock[INJ_MAX_DEVICES];
 };
+
+/* ---- CUPTI buffer pool ---------------------------------------------------
+ * Host buffers for CUPTI activity records, kept zeroed and faulted in. CUPTI
+ * asks for a buffer on the launching (training) thread when one fills; from
+ * the pool that costs a pop instead of a 4 MiB allocation, CUPTI's own
+ * zeroing and the page faults of first touch. The drain thread gives used
+ * buffers back (zeroing only what CUPTI wrote) and tops the pool up to
+ * `spare`; a request that finds it empty allocates (a "miss"). No CUDA
+ * header needed: cupti.c and the unit test share it (cupti_pool.c). */
+struct inj_cbuf {
+    struct inj_cbuf *next;          /* pool or completed-queue link */
+    size_t valid;                   /* bytes CUPTI filled, set at completion */
+};                                  /* the data (pool->bytes) follows */
+struct inj_cbuf_pool {
+    pthread_mutex_t mu;             /* guards free, nfree; held for list ops only */
+    struct inj_cbuf *free;          /* owned, zeroed and touched; NULL when empty */
+    size_t nfree;
+    size_t bytes;                   /* data bytes per buffer */
+    size_t spare;                   /* refill target; put keeps at most 2 * spare */
+    _Atomic uint64_t misses;        /* gets that found the pool empty */
+    _Atomic uint64_t dirty;         /* puts that found bytes past `valid` written */
+};
+/* Sets up p and allocates `spare` buffers; returns 0, or -1 (p stays usable,
+ * empty) when memory ran out. */
+int inj_cbuf_pool_init(struct inj_cbuf_pool *p, size_t bytes, size_t spare);
+/* A zeroed buffer, owned by the caller: from the pool, else allocated (a
+ * miss); NULL when memory ran out. Never waits for zeroing or refilling. */
+struct inj_cbuf *inj_cbuf_pool_get(struct inj_cbuf_pool *p);
+/* Takes b back (owned by the pool from here, or freed when the pool is
+ * full), zeroing its first `used` bytes first. NULL does nothing. */
+void inj_cbuf_pool_put(struct inj_cbuf_pool *p, struct inj_cbuf *b, size_t used);
+/* Allocates until the pool holds `spare` buffers (drain thread). */
+void inj_cbuf_pool_refill(struct inj_cbuf_pool *p);
+/* Frees the pooled buffers. p stays usable (empty): a late get allocates. */
+void inj_cbuf_pool_drop_all(struct inj_cbuf_pool *p);
+/* Data of a buffer, and the buffer of a data pointer. */
+static inline uint8_t *inj_cbuf_data(struct inj_cbuf *b) { return (uint8_t *)(b + 1); }
+static inline struct inj_cbuf *inj_cbuf_of(uint8_t *data) { return (struct inj_cbuf *)data - 1; }
 
 /* ---- the state ----------------------------------------------------------- */
 struct inj_cupti;                   /* cupti.c */
