@@ -41,7 +41,10 @@ static const char run_help[] =
     "      --capture LIST       sources, comma-separated: kineto (torch.profiler files in\n"
     "                           HTAMERGE_TRACE_DIR), cupti (kernels, copies, launches),\n"
     "                           cupti-sync (cupti plus synchronization records; ~5 % more\n"
-    "                           overhead), nvtx (ranges, marks), nccl (NCCL profiler\n"
+    "                           overhead), cupti-range (cupti, recording only between\n"
+    "                           cudaProfilerStart and cudaProfilerStop, as nsys\n"
+    "                           --capture-range=cudaProfilerApi; paused until the first\n"
+    "                           start), nvtx (ranges, marks), nccl (NCCL profiler\n"
     "                           plugin); also all, or none (default: all that are\n"
     "                           available, without cupti-sync). Without cupti,\n"
     "                           torch.profiler keeps CUPTI (one client on CUDA 13)\n"
@@ -61,6 +64,7 @@ static const char run_help[] =
 
 enum {
     RUN_CAP_KINETO = 1, RUN_CAP_CUPTI = 2, RUN_CAP_NVTX = 4, RUN_CAP_NCCL = 8, RUN_CAP_CUPTI_SYNC = 16,
+    RUN_CAP_CUPTI_RANGE = 32,
     RUN_CAP_LIVE = RUN_CAP_CUPTI | RUN_CAP_NVTX | RUN_CAP_NCCL,
     RUN_CAP_ALL = RUN_CAP_KINETO | RUN_CAP_LIVE,
 };
@@ -88,6 +92,7 @@ static int parse_capture(const char *list, unsigned *out)
     static const struct { const char *name; unsigned bits; } names[] = {
         {"kineto", RUN_CAP_KINETO}, {"cupti", RUN_CAP_CUPTI}, {"nvtx", RUN_CAP_NVTX},
         {"nccl", RUN_CAP_NCCL},     {"cupti-sync", RUN_CAP_CUPTI | RUN_CAP_CUPTI_SYNC},
+        {"cupti-range", RUN_CAP_CUPTI | RUN_CAP_CUPTI_RANGE},
         {"all", RUN_CAP_ALL},       {"none", 0}};
     const char *p = list;
 
@@ -98,7 +103,7 @@ static int parse_capture(const char *list, unsigned *out)
             if (strlen(names[i].name) == n && !strncmp(p, names[i].name, n))
                 break;
         if (i == sizeof names / sizeof names[0]) {
-            cli_error("--capture: unknown source '%.*s' (known: kineto, cupti, cupti-sync, nvtx, nccl, "
+            cli_error("--capture: unknown source '%.*s' (known: kineto, cupti, cupti-sync, cupti-range, nvtx, nccl, "
                       "all, none)",
                       (int)n, p);
             return -1;
@@ -113,9 +118,11 @@ static int parse_capture(const char *list, unsigned *out)
  * over an inherited HTAMERGE_CAPTURE, since the user just typed it). */
 static void export_capture(unsigned cap)
 {
-    char list[48] = "";
+    char list[64] = "";
     if (cap & RUN_CAP_CUPTI)
         strcat(list, cap & RUN_CAP_CUPTI_SYNC ? "cupti,cupti-sync," : "cupti,");
+    if (cap & RUN_CAP_CUPTI_RANGE)
+        strcat(list, "cupti-range,");
     if (cap & RUN_CAP_NVTX)
         strcat(list, "nvtx,");
     if (cap & RUN_CAP_NCCL)

@@ -9,7 +9,10 @@
 # calls, NVTX, NCCL), capture_nocupti (--capture nvtx,nccl,kineto),
 # capture_noapi (CUPTI activity without the API records), capture_kernelonly
 # (CUPTI kernel records alone), kinds=LIST (HTAMERGE_CUPTI_KINDS=LIST), profiler
-# (torch.profiler, CPU+CUDA). MODES="plain capture" runs only those.
+# (torch.profiler, CPU+CUDA), ab_plain / ab_capture / ab_sync (torch_train.py
+# ab: blocks with the CUDA profiler range off and on in one process, plain or
+# under `--capture all,cupti-range` [,cupti-sync]: CUPTI's cost without
+# between-process noise). MODES="plain capture" runs only those.
 set -u
 C=$(realpath "${1:?carry}"); O=$(realpath "${2:?out}"); LABEL=${3:?label}; REPS=${4:?reps}; shift 4
 T=$(dirname "$(realpath "$0")")
@@ -28,12 +31,16 @@ for rep in $(seq 1 "$REPS"); do
         capture) cmd=("$H" -o "$W/c.db" "$P" plain "$@") ;;
         capture_nocupti) cmd=("$H" -o "$W/c.db" --capture kineto,nvtx,nccl "$P" plain "$@") ;;
         capture_noapi) cmd=(env HTAMERGE_CUPTI_KINDS=kernel,memcpy,memset,sync "$H" -o "$W/c.db" "$P" plain "$@") ;;
+        ab_plain) cmd=(python3 "$P" ab "$@") ;;
+        ab_capture) cmd=("$H" -o "$W/c.db" --capture all,cupti-range "$P" ab "$@") ;;
+        ab_sync) cmd=("$H" -o "$W/c.db" --capture all,cupti-range,cupti-sync "$P" ab "$@") ;;
         capture_kernelonly) cmd=(env HTAMERGE_CUPTI_KINDS=kernel "$H" -o "$W/c.db" "$P" plain "$@") ;;
         kinds=*) cmd=(env HTAMERGE_CUPTI_KINDS="${mode#kinds=}" "$H" -o "$W/c.db" "$P" plain "$@") ;;
         esac
         rm -f "$W/c.db"
         line=$(timeout 300 "${cmd[@]}" 2>"$W/err.txt" | grep '^RESULT ' | cut -c8-)
         if [ -z "$line" ]; then echo "{\"mode\":\"$mode\",\"error\":true}" >>"$R"; tail -3 "$W/err.txt" >&2; continue; fi
+        [ "$mode" = ab_capture ] && cp "$W/c.db" "$O/ab_capture-$LABEL.db" 2>/dev/null
         echo "$line" | python3 -c "import json,sys; d=json.load(sys.stdin); d['rep']=$rep; d['mode']='$mode'; print(json.dumps(d))" >>"$R"
     done
 done
@@ -52,4 +59,14 @@ for m in modes:
     if not v: continue
     ratios = [r["mean_step_ms"] / base[r["rep"]] for r in v if r["rep"] in base]
     print(f"| {m} | {', '.join('%.2f' % r['mean_step_ms'] for r in v)} | {st.mean(r['mean_step_ms'] for r in v):.2f} | {st.mean(ratios):.4f} |")
+ab = [r for r in rows if r.get("mode", "").startswith("ab_") and "ratio_mean" in r]
+if ab:
+    print()
+    print("| in-process A/B (mode) | round | off ms (mean) | on ms (mean) | on/off per pair: mean | median |")
+    print("|---|---|---|---|---|---|")
+    for r in ab:
+        print(f"| {r['mode']} | {r['rep']} | {r['mean_off_ms']:.2f} | {r['mean_step_ms']:.2f} | {r['ratio_mean']:.4f} | {r['ratio_median']:.4f} |")
+    for m in sorted({r["mode"] for r in ab}):
+        v = [r["ratio_mean"] for r in ab if r["mode"] == m]
+        print(f"| {m}, all rounds | | | | {st.mean(v):.4f} | |")
 PY

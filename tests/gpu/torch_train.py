@@ -84,12 +84,48 @@ def train_step(model, opt, tok, counts):
     return loss
 
 
+def timed_block(a, model, opt, tok, counts):
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(a.steps):
+        train_step(model, opt, tok, counts)
+    torch.cuda.synchronize()
+    return (time.perf_counter() - t0) / a.steps * 1e3
+
+
+def ab(a, model, opt, tok, counts):
+    """Mode ab: the cost of CUPTI records measured inside one process.
+
+    Blocks of --steps steps alternate between cudaProfilerStop (off) and
+    cudaProfilerStart (on), the order flipped every pair. Under `htamerge
+    --capture ...,cupti-range` that turns CUPTI's activity records off and
+    on; without htamerge the calls do nothing, so the same run is the
+    control: its on/off ratio is the noise floor of the method."""
+    off, on = [], []
+    for i in range(a.blocks):
+        for state in ((0, 1) if i % 2 == 0 else (1, 0)):
+            (torch.cuda.profiler.start if state else torch.cuda.profiler.stop)()
+            (on if state else off).append(timed_block(a, model, opt, tok, counts))
+    torch.cuda.profiler.stop()
+    ratios = [x / y for x, y in zip(on, off)]
+    n = counts["train_step"]
+    print("EXPECT train_step=%d forward=%d backward=%d optimizer_step=%d" % (n, n, n, n))
+    print("RESULT " + json.dumps({"mode": a.mode, "under_htamerge": "HTAMERGE_RING" in os.environ,
+                                  "off_ms": [round(x, 3) for x in off], "on_ms": [round(x, 3) for x in on],
+                                  "mean_step_ms": round(sum(on) / len(on), 3),
+                                  "mean_off_ms": round(sum(off) / len(off), 3),
+                                  "ratio_mean": round(sum(ratios) / len(ratios), 5),
+                                  "ratio_median": round(sorted(ratios)[len(ratios) // 2], 5)}), flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("mode", nargs="?", default="plain")
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--blocks", type=int, default=12,
+                    help="mode ab: pairs of --steps blocks, one with the CUDA profiler range off, one on")
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--seq", type=int, default=256)
     ap.add_argument("--d", type=int, default=512)
@@ -112,6 +148,8 @@ def main():
     if a.mode == "profiler":
         prof = torch.profiler.profile(activities=acts)
         prof.__enter__()
+    if a.mode == "ab":
+        return ab(a, model, opt, tok, counts)
     reps = []
     for _ in range(a.reps):
         torch.cuda.synchronize()

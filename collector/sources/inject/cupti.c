@@ -43,9 +43,10 @@ enum { SPARE_BUFS = 4 };       /* pool refill target: requests between two drain
     X(cuptiSubscribe) X(cuptiUnsubscribe) X(cuptiGetResultString) X(cuptiActivityRegisterCallbacks)    \
     X(cuptiActivityEnable) X(cuptiActivityFlushAll) X(cuptiActivityGetNextRecord)                      \
     X(cuptiActivityGetNumDroppedRecords) X(cuptiGetCallbackName) X(cuptiSetThreadIdType)               \
-    X(cuptiGetStreamIdEx)
+    X(cuptiGetStreamIdEx) X(cuptiActivityDisable) X(cuptiEnableCallback)
 
 enum { MAX_OUT = 256 };        /* buffers handed to CUPTI and not yet completed */
+enum { MAX_KINDS = 8, MAX_APIS = 128 };
 
 struct name_slot {
     const char *key;           /* CUPTI's kernel name pointer (stable per function) */
@@ -62,6 +63,14 @@ struct inj_cupti {
     __typeof__(&cuptiActivityEnableDriverApi) enable_drv_api;   /* NULL before CUPTI 12.6 */
     __typeof__(&cuptiActivitySetAttribute) set_attr;             /* NULL: not exported */
     CUpti_SubscriberHandle sub;
+    /* What enable_all turned on, so that a capture range (cupti-range:
+     * cudaProfilerStart/Stop) can turn exactly that off and on again. */
+    CUpti_ActivityKind kinds[MAX_KINDS];
+    size_t nkinds;
+    uint32_t rt_apis[MAX_APIS], drv_apis[MAX_APIS];   /* per-call API tracing */
+    size_t nrt, ndrv;
+    pthread_mutex_t rec_mu;    /* guards recording: the profiler calls may race */
+    int recording;             /* activity records on (1) or paused by cudaProfilerStop (0) */
     pthread_t thread;
     int thread_started;
     pthread_mutex_t mu;        /* guards head, tail, out, stop */
@@ -451,11 +460,8 @@ static int load(struct inj_cupti *c, char *why, size_t len)
     return 0;
 }
 
-static void CUPTIAPI no_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
-                                 const void *data)
-{
-    (void)userdata, (void)domain, (void)cbid, (void)data;
-}
+static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                                 const void *data);
 
 /* Claims CUPTI. Returns 0, or the refusal with its text in why. */
 static CUptiResult subscribe(struct inj_cupti *c, char *why, size_t len)
@@ -467,9 +473,9 @@ static CUptiResult subscribe(struct inj_cupti *c, char *why, size_t len)
         CUpti_SubscriberParams p = {.structSize = CUpti_SubscriberParams_STRUCT_SIZE,
                                     .subscriberName = "htamerge", .oldSubscriberName = holder,
                                     .oldSubscriberSize = CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN};
-        r = c->subscribe_v2(&c->sub, no_callback, NULL, &p);
+        r = c->subscribe_v2(&c->sub, on_callback, NULL, &p);
     } else {
-        r = c->cuptiSubscribe(&c->sub, no_callback, NULL);
+        r = c->cuptiSubscribe(&c->sub, on_callback, NULL);
     }
     if (r != CUPTI_SUCCESS)
         snprintf(why, len, "%s%s%s", result_text(c, r), holder[0] ? "; held by " : "", holder);
@@ -489,14 +495,20 @@ static int enable_some_apis(struct inj_cupti *c)
     for (uint32_t id = 1; id < CUPTI_RUNTIME_TRACE_CBID_SIZE; id++) {
         name = NULL;
         c->cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, id, &name);
-        if (name && api_wanted(name, 0) && c->enable_rt_api(id, 1) != CUPTI_SUCCESS)
+        if (!name || !api_wanted(name, 0))
+            continue;
+        if (c->nrt == MAX_APIS || c->enable_rt_api(id, 1) != CUPTI_SUCCESS)
             return -1;
+        c->rt_apis[c->nrt++] = id;
     }
     for (uint32_t id = 1; id < CUPTI_DRIVER_TRACE_CBID_SIZE; id++) {
         name = NULL;
         c->cuptiGetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, id, &name);
-        if (name && api_wanted(name, 1) && c->enable_drv_api(id, 1) != CUPTI_SUCCESS)
+        if (!name || !api_wanted(name, 1))
+            continue;
+        if (c->ndrv == MAX_APIS || c->enable_drv_api(id, 1) != CUPTI_SUCCESS)
             return -1;
+        c->drv_apis[c->ndrv++] = id;
     }
     return 0;
 }
@@ -561,7 +573,77 @@ static int enable_all(struct inj_cupti *c, int sync, char *why, size_t len)
             snprintf(why, len, "cuptiActivityEnable(%d): %s", (int)kinds[i], result_text(c, r));
             return -1;
         }
+        if (kinds[i] != CUPTI_ACTIVITY_KIND_CONTEXT && c->nkinds < MAX_KINDS)
+            c->kinds[c->nkinds++] = kinds[i];
     }
+    c->recording = 1;
+    return 0;
+}
+
+/* ---- capture range (cupti-range) ------------------------------------------------ */
+
+/* Turns the activity records enable_all chose off or on (contexts stay on,
+ * so streams are still named), and records the change as the counter
+ * "htamerge/cupti recording" (1 on, 0 off) at the moment it happens. */
+static void set_recording(struct inj *g, struct inj_cupti *c, int on)
+{
+    pthread_mutex_lock(&c->rec_mu);
+    if (c->recording != on) {
+        for (size_t i = 0; i < c->nkinds; i++)
+            (on ? c->cuptiActivityEnable : c->cuptiActivityDisable)(c->kinds[i]);
+        for (size_t i = 0; i < c->nrt; i++)
+            c->enable_rt_api(c->rt_apis[i], (uint8_t)on);
+        for (size_t i = 0; i < c->ndrv; i++)
+            c->enable_drv_api(c->drv_apis[i], (uint8_t)on);
+        c->recording = on;
+        inj_counter(g, "htamerge/cupti recording", on, -1);
+        inj_debug(g, "CUPTI records %s", on ? "on (cudaProfilerStart)" : "off (cudaProfilerStop)");
+    }
+    pthread_mutex_unlock(&c->rec_mu);
+}
+
+/* cudaProfilerStart / cuProfilerStart (after the call) and their Stop
+ * (before it): the capture range, as nsys --capture-range=cudaProfilerApi.
+ * The runtime call goes through the driver's, so either may fire first;
+ * set_recording ignores a repeat. */
+static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                                 const void *data)
+{
+    const CUpti_CallbackData *cd = data;
+    struct inj *g = inj_get();
+    int start, stop;
+
+    (void)userdata;
+    if (!g->cupti || !cd || (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API))
+        return;
+    start = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000
+                                                  : cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart;
+    stop = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000
+                                                 : cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStop;
+    if (start && cd->callbackSite == CUPTI_API_EXIT)
+        set_recording(g, g->cupti, 1);
+    else if (stop && cd->callbackSite == CUPTI_API_ENTER)
+        set_recording(g, g->cupti, 0);
+}
+
+/* Watches the four profiler calls and pauses the records until the first
+ * cudaProfilerStart. Returns 0, or -1 with why. */
+static int range_start(struct inj *g, struct inj_cupti *c, char *why, size_t len)
+{
+    static const struct { CUpti_CallbackDomain d; CUpti_CallbackId id; } calls[] = {
+        {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000},
+        {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000},
+        {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStart},
+        {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStop}};
+
+    for (size_t i = 0; i < sizeof calls / sizeof calls[0]; i++) {
+        CUptiResult r = c->cuptiEnableCallback(1, c->sub, calls[i].d, calls[i].id);
+        if (r != CUPTI_SUCCESS) {
+            snprintf(why, len, "cuptiEnableCallback(profiler calls): %s", result_text(c, r));
+            return -1;
+        }
+    }
+    set_recording(g, c, 0);
     return 0;
 }
 
@@ -576,6 +658,7 @@ int inj_cupti_start(struct inj *g)
     if (!c)
         return -1;
     pthread_mutex_init(&c->mu, NULL);
+    pthread_mutex_init(&c->rec_mu, NULL);
     pthread_cond_init(&c->cv, NULL);
     if (load(c, why, sizeof why) != 0 || subscribe(c, why, sizeof why) != CUPTI_SUCCESS)
         goto off;
@@ -584,6 +667,8 @@ int inj_cupti_start(struct inj *g)
         inj_debug(g, "CUPTI buffer pool short of memory; requests will allocate");
     g->cupti = c;   /* buf_request and buf_complete look here */
     if (enable_all(c, (g->capture & INJ_CAP_CUPTI_SYNC) != 0, why, sizeof why) != 0)
+        goto off_subscribed;
+    if ((g->capture & INJ_CAP_CUPTI_RANGE) && range_start(g, c, why, sizeof why) != 0)
         goto off_subscribed;
     if (pthread_create(&c->thread, NULL, drain_main, g) == 0)
         c->thread_started = 1;

@@ -22,8 +22,9 @@
 /* What to capture: HTAMERGE_CAPTURE="cupti,nvtx,nccl" (default those three).
  * cupti-sync adds CUPTI's synchronization records (cudaStreamSynchronize,
  * event and stream waits), opt-in as in Kineto: they cost ~5 % of a
- * launch-bound step on the H200 (bench/RESULTS.md). */
-enum { INJ_CAP_CUPTI = 1, INJ_CAP_NVTX = 2, INJ_CAP_NCCL = 4, INJ_CAP_CUPTI_SYNC = 8 };
+ * launch-bound step on the H200 (bench/RESULTS.md). cupti-range records
+ * CUPTI activity only between cudaProfilerStart and cudaProfilerStop. */
+enum { INJ_CAP_CUPTI = 1, INJ_CAP_NVTX = 2, INJ_CAP_NCCL = 4, INJ_CAP_CUPTI_SYNC = 8, INJ_CAP_CUPTI_RANGE = 16 };
 
 /* Once-only notices (stderr line + a counter in the database). */
 enum { INJ_SAY_CUPTI = 0, INJ_SAY_NCCL, INJ_SAY__COUNT };
