@@ -11,8 +11,8 @@
 # (CUPTI kernel records alone), kinds=LIST (HTAMERGE_CUPTI_KINDS=LIST), profiler
 # (torch.profiler, CPU+CUDA), ab_plain / ab_capture / ab_sync (torch_train.py
 # ab: blocks with the CUDA profiler range off and on in one process, plain or
-# under `--capture all,cupti-range` [,cupti-sync]: CUPTI's cost without
-# between-process noise). MODES="plain capture" runs only those.
+# under `--capture all,cupti-range` [,cupti-sync | ,cupti-lean]: CUPTI's
+# cost without between-process noise), capture_lean (--capture all,cupti-lean). MODES="plain capture" runs only those.
 set -u
 C=$(realpath "${1:?carry}"); O=$(realpath "${2:?out}"); LABEL=${3:?label}; REPS=${4:?reps}; shift 4
 T=$(dirname "$(realpath "$0")")
@@ -33,6 +33,8 @@ for rep in $(seq 1 "$REPS"); do
         capture_noapi) cmd=(env HTAMERGE_CUPTI_KINDS=kernel,memcpy,memset,sync "$H" -o "$W/c.db" "$P" plain "$@") ;;
         ab_plain) cmd=(python3 "$P" ab "$@") ;;
         ab_capture) cmd=("$H" -o "$W/c.db" --capture all,cupti-range "$P" ab "$@") ;;
+        ab_lean) cmd=("$H" -o "$W/c.db" --capture all,cupti-range,cupti-lean "$P" ab "$@") ;;
+        capture_lean) cmd=("$H" -o "$W/c.db" --capture all,cupti-lean "$P" plain "$@") ;;
         ab_sync) cmd=("$H" -o "$W/c.db" --capture all,cupti-range,cupti-sync "$P" ab "$@") ;;
         capture_kernelonly) cmd=(env HTAMERGE_CUPTI_KINDS=kernel "$H" -o "$W/c.db" "$P" plain "$@") ;;
         kinds=*) cmd=(env HTAMERGE_CUPTI_KINDS="${mode#kinds=}" "$H" -o "$W/c.db" "$P" plain "$@") ;;
@@ -47,7 +49,7 @@ done
 python3 - "$R" "$LABEL" <<'PY'
 import json, sys, statistics as st
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-modes = ["plain", "capture", "capture_nocupti", "capture_noapi", "capture_kernelonly", "profiler"]
+modes = ["plain", "capture", "capture_lean", "capture_nocupti", "capture_noapi", "capture_kernelonly", "profiler"]
 modes += sorted({r["mode"] for r in rows if r.get("mode", "").startswith("kinds=")})
 by = {m: [r for r in rows if r.get("mode") == m and "mean_step_ms" in r] for m in modes}
 base = {r["rep"]: r["mean_step_ms"] for r in by["plain"]}

@@ -226,6 +226,8 @@ static unsigned parse_capture(const char *s)
         cap |= INJ_CAP_CUPTI_SYNC;
     if (strstr(s, "cupti-range"))
         cap |= INJ_CAP_CUPTI_RANGE;
+    if (strstr(s, "cupti-lean"))
+        cap |= INJ_CAP_CUPTI_LEAN;
     if (strstr(s, "nvtx"))
         cap |= INJ_CAP_NVTX;
     if (strstr(s, "nccl"))

@@ -23,8 +23,13 @@
  * cupti-sync adds CUPTI's synchronization records (cudaStreamSynchronize,
  * event and stream waits), opt-in as in Kineto: they cost ~5 % of a
  * launch-bound step on the H200 (bench/RESULTS.md). cupti-range records
- * CUPTI activity only between cudaProfilerStart and cudaProfilerStop. */
-enum { INJ_CAP_CUPTI = 1, INJ_CAP_NVTX = 2, INJ_CAP_NCCL = 4, INJ_CAP_CUPTI_SYNC = 8, INJ_CAP_CUPTI_RANGE = 16 };
+ * CUPTI activity only between cudaProfilerStart and cudaProfilerStop.
+ * cupti-lean records no API calls and rebuilds launches from the kernels'
+ * queued time (cupti.c queued_launch). */
+enum {
+    INJ_CAP_CUPTI = 1, INJ_CAP_NVTX = 2, INJ_CAP_NCCL = 4, INJ_CAP_CUPTI_SYNC = 8, INJ_CAP_CUPTI_RANGE = 16,
+    INJ_CAP_CUPTI_LEAN = 32
+};
 
 /* Once-only notices (stderr line + a counter in the database). */
 enum { INJ_SAY_CUPTI = 0, INJ_SAY_NCCL, INJ_SAY__COUNT };
