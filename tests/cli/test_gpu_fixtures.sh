@@ -19,7 +19,7 @@ fails=0
 fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
 command -v python3 >/dev/null || { echo "FAIL: python3 is not installed"; exit 1; }
 
-FIXTURES="cuda torch_fixture nccl nccl_c nccl2_clean nccl2_straggler1"
+FIXTURES="cuda torch_fixture torch_lean nccl nccl_c nccl2_clean nccl2_straggler1"
 for f in $FIXTURES; do
     gunzip -c "$FX/$f.db.gz" > "$T/$f.db" || { echo "FAIL: gunzip $f.db.gz"; exit 1; }
 done
@@ -66,6 +66,21 @@ check "$T/torch_fixture.nvtx.json" \
     'all(any(r["name"] == n and r["gpu_us"] > 0 and r["gpu_ops"] > 0 for r in d["ranges"]) for n in ("train_step", "forward", "backward", "optimizer_step"))'
 check "$T/torch_fixture.nvtx.json" \
     'sum(r["path"] == "train_step/forward" for r in d["ranges"]) == 6'
+
+# ---- torch_lean: the same step under --capture cupti-lean (no API records) ----
+# Every kernel has exactly one launch rebuilt from its queued time, on
+# thread 0; no API call was recorded; NVTX ranges still get GPU time.
+sql torch_lean "8458|8458|0" "select (select count(*) from v_slices where category = 'kernel'),
+    (select count(*) from v_slices k where k.category = 'kernel' and
+       (select count(*) from slices s join tracks t on t.id = s.track join categories c on c.id = s.cat
+        where t.tid = 0 and c.name = 'cuda_runtime' and s.correlation = k.correlation) = 1),
+    (select count(*) from slices s join tracks t on t.id = s.track join categories c on c.id = s.cat
+     where t.tid <> 0 and c.name in ('cuda_runtime', 'cuda_driver'))"
+sql torch_lean "0" "select count(*) from v_slices k join slices l on l.correlation = k.correlation
+    join categories c on c.id = l.cat where k.category = 'kernel' and c.name = 'cuda_runtime' and l.ts > k.ts"
+report torch_lean nvtx
+check "$T/torch_lean.nvtx.json" \
+    'all(any(r["name"] == n and r["gpu_us"] > 0 and r["gpu_ops"] > 0 for r in d["ranges"]) for n in ("train_step", "forward", "backward", "optimizer_step"))'
 
 # ---- nccl2_*: 2-rank DDP, the same checks on both runs ----
 for f in nccl2_clean nccl2_straggler1; do
