@@ -14,11 +14,13 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <fcntl.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "collector/rank.h"
+#include "collector/trace_sweep.h"
 #include "collector/transport.h"
 #include "common/clockhook.h"
 #include "common/shm_ring.h"
@@ -44,18 +46,26 @@ static const char run_help[] =
     "                           overhead), cupti-range (cupti, recording only between\n"
     "                           cudaProfilerStart and cudaProfilerStop, as nsys\n"
     "                           --capture-range=cudaProfilerApi; paused until the first\n"
-    "                           start), nvtx (ranges, marks), nccl (NCCL profiler\n"
+    "                           start), cupti-lean (cupti without API records: launches\n"
+    "                           are rebuilt from each kernel's queued time, on thread 0;\n"
+    "                           about half the cost), nvtx (ranges, marks), nccl (NCCL profiler\n"
     "                           plugin); also all, or none (default: all that are\n"
     "                           available, without cupti-sync). Without cupti,\n"
     "                           torch.profiler keeps CUPTI (one client on CUDA 13)\n"
     "      --sync-interval S    seconds between clock-sync rounds (default 10; 0: start and end)\n"
-    "      --keep-traces        keep the per-rank trace folders (printed at the end)\n"
+    "      --keep-traces        keep the per-rank trace folders (printed at the end);\n"
+    "                           a KEEP file marks them. Each run first removes the\n"
+    "                           folders ($TMPDIR/htamerge-PID-MS) that killed runs left\n"
+    "                           over 10 minutes ago, never those with a KEEP file\n"
     "      --serve ADDR:PORT    rank 0 serves the file (htamerge serve) while the job runs\n"
     "                           and after it ends, until Ctrl-C\n"
     "  -h, --help               this text\n"
     "\n"
     "exit status: the child's exit status on each rank (mpirun reports the first\n"
-    "non-zero one); 1 when collection itself failed; 127 when PROGRAM cannot run.\n"
+    "non-zero one); when every child exited 0 but trace files were refused (their\n"
+    "data is missing; `htamerge report FILE.db summary` lists them), 3 on rank 0,\n"
+    "as ingest --keep-going; 1 when collection itself failed; 127 when PROGRAM\n"
+    "cannot run.\n"
     "\n"
     "examples:\n"
     "  mpirun -n 8 htamerge -o run.db train.py --epochs 1\n"
@@ -64,7 +74,7 @@ static const char run_help[] =
 
 enum {
     RUN_CAP_KINETO = 1, RUN_CAP_CUPTI = 2, RUN_CAP_NVTX = 4, RUN_CAP_NCCL = 8, RUN_CAP_CUPTI_SYNC = 16,
-    RUN_CAP_CUPTI_RANGE = 32,
+    RUN_CAP_CUPTI_RANGE = 32, RUN_CAP_CUPTI_LEAN = 64,
     RUN_CAP_LIVE = RUN_CAP_CUPTI | RUN_CAP_NVTX | RUN_CAP_NCCL,
     RUN_CAP_ALL = RUN_CAP_KINETO | RUN_CAP_LIVE,
 };
@@ -92,7 +102,7 @@ static int parse_capture(const char *list, unsigned *out)
     static const struct { const char *name; unsigned bits; } names[] = {
         {"kineto", RUN_CAP_KINETO}, {"cupti", RUN_CAP_CUPTI}, {"nvtx", RUN_CAP_NVTX},
         {"nccl", RUN_CAP_NCCL},     {"cupti-sync", RUN_CAP_CUPTI | RUN_CAP_CUPTI_SYNC},
-        {"cupti-range", RUN_CAP_CUPTI | RUN_CAP_CUPTI_RANGE},
+        {"cupti-range", RUN_CAP_CUPTI | RUN_CAP_CUPTI_RANGE}, {"cupti-lean", RUN_CAP_CUPTI | RUN_CAP_CUPTI_LEAN},
         {"all", RUN_CAP_ALL},       {"none", 0}};
     const char *p = list;
 
@@ -103,7 +113,8 @@ static int parse_capture(const char *list, unsigned *out)
             if (strlen(names[i].name) == n && !strncmp(p, names[i].name, n))
                 break;
         if (i == sizeof names / sizeof names[0]) {
-            cli_error("--capture: unknown source '%.*s' (known: kineto, cupti, cupti-sync, cupti-range, nvtx, nccl, "
+            cli_error("--capture: unknown source '%.*s' (known: kineto, cupti, cupti-sync, cupti-range, cupti-lean, nvtx, "
+                      "nccl, "
                       "all, none)",
                       (int)n, p);
             return -1;
@@ -118,11 +129,13 @@ static int parse_capture(const char *list, unsigned *out)
  * over an inherited HTAMERGE_CAPTURE, since the user just typed it). */
 static void export_capture(unsigned cap)
 {
-    char list[64] = "";
+    char list[80] = "";
     if (cap & RUN_CAP_CUPTI)
         strcat(list, cap & RUN_CAP_CUPTI_SYNC ? "cupti,cupti-sync," : "cupti,");
     if (cap & RUN_CAP_CUPTI_RANGE)
         strcat(list, "cupti-range,");
+    if (cap & RUN_CAP_CUPTI_LEAN)
+        strcat(list, "cupti-lean,");
     if (cap & RUN_CAP_NVTX)
         strcat(list, "nvtx,");
     if (cap & RUN_CAP_NCCL)
@@ -175,28 +188,59 @@ static int parse_run_opts(int argc, char **argv, struct run_opts *o)
     return 0;
 }
 
+/* Where run folders go: $TMPDIR, else /tmp. */
+static const char *trace_parent(void)
+{
+    const char *tmp = getenv("TMPDIR");
+    return tmp && *tmp ? tmp : "/tmp";
+}
+
+/* Removes the run folders that ranks of ended runs left behind (killed
+ * before they could clean up): see collector/trace_sweep.h for what counts
+ * as ended. Rank 0 does it, before it makes its own. */
+static void sweep_leftovers(void)
+{
+    int n = col_trace_sweep(trace_parent(), COL_TRACE_SWEEP_MIN_AGE_S);
+    if (n > 0)
+        fprintf(stderr, "htamerge: removed %d leftover trace folder%s of ended runs from %s\n", n,
+                n == 1 ? "" : "s", trace_parent());
+}
+
 static void make_plan(struct run_plan *p, const struct hm_clockhook *hook)
 {
-    const char *tmp = getenv("TMPDIR"), *port = getenv("MASTER_PORT");
+    const char *port = getenv("MASTER_PORT");
 
     memset(p, 0, sizeof *p);
     /* Far enough ahead that every rank has started its child by then. */
     p->run_start_ns = hm_clock_now(hook) + 500000000;
     p->master_port = port ? atoi(port) : 29500;
     gethostname(p->master_addr, sizeof p->master_addr - 1);
-    snprintf(p->trace_root, sizeof p->trace_root, "%s/htamerge-%ld-%lld", tmp && *tmp ? tmp : "/tmp",
+    snprintf(p->trace_root, sizeof p->trace_root, "%s/htamerge-%ld-%lld", trace_parent(),
              (long)getpid(), (long long)(p->run_start_ns / 1000000));
 }
 
-static void remove_tree(const char *dir)
+/* This rank's trace folder, then the run's folder if it is now empty: on
+ * each host, whichever of its ranks ends last removes it. */
+static void remove_traces(const char *trace_dir, const char *trace_root)
 {
-    char cmd[PATH_MAX + 64];
-    /* Only our own per-rank folders, built from make_plan's pattern. */
-    if (strstr(dir, "/htamerge-")) {
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-        if (system(cmd) != 0)
-            cli_error("could not remove %s", dir);
-    }
+    if (col_trace_remove_tree(trace_dir) != 0 && errno != ENOENT)
+        cli_error("could not remove %s: %s", trace_dir, strerror(errno));
+    rmdir(trace_root);
+}
+
+/* --keep-traces: the KEEP file keeps other runs' sweeps off the folder,
+ * also when this run is killed before it can say where its traces are. */
+static void mark_kept(const char *trace_root)
+{
+    char path[PATH_MAX + 16];
+    int fd;
+
+    snprintf(path, sizeof path, "%s/%s", trace_root, COL_TRACE_KEEP_MARKER);
+    fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0)
+        cli_error("could not create %s: %s", path, strerror(errno));
+    else
+        close(fd);
 }
 
 struct loop {
@@ -204,6 +248,8 @@ struct loop {
     struct col_link *link;  /* ranks > 0 */
     struct mrg_live *mrg;   /* rank 0 */
     int rank, child_done, exit_code, signal;
+    const char *trace_root; /* borrowed from the plan */
+    time_t touched;         /* when trace_root's mtime was last set */
 };
 
 /* One turn: collect, move batches, talk to the merger. Returns 1 when this
@@ -296,6 +342,8 @@ static int start_rank(struct loop *L, const struct run_opts *o, const struct run
     MPI_Comm_rank(node, &co.local_rank);
     MPI_Comm_size(node, &co.local_size);
     mkdir(plan->trace_root, 0700);
+    if (o->keep_traces)
+        mark_kept(plan->trace_root);
     snprintf(trace_dir, len, "%s/rank-%d", plan->trace_root, L->rank);
     co.trace_dir = trace_dir;
     hm_err_clear(&err);
@@ -308,11 +356,24 @@ static int start_rank(struct loop *L, const struct run_opts *o, const struct run
     return 0;
 }
 
+/* Keeps the run folder's mtime recent while this rank lives, so another
+ * run's sweep, which cannot see this run's processes from another host,
+ * leaves it alone (trace_sweep.h). */
+static void touch_trace_root(struct loop *L)
+{
+    time_t now = time(NULL);
+
+    if (now - L->touched < COL_TRACE_TOUCH_S)
+        return;
+    L->touched = now;
+    utimensat(AT_FDCWD, L->trace_root, NULL, 0);
+}
+
 static int run_loop(struct loop *L, struct hm_err *err)
 {
     int rc;
     while ((rc = turn(L, err)) == 0 && !(L->signal && L->rank == 0))
-        ;
+        touch_trace_root(L);
     return rc < 0 ? rc : 0;
 }
 
@@ -335,13 +396,50 @@ static pid_t start_server(const char *db, const char *addr)
     return pid;
 }
 
-/* After the run: keep serving until the user stops the server. */
+/* The server child wait_server waits for; its signal handler forwards
+ * there. */
+static volatile sig_atomic_t g_server_pid;
+
+static void forward_to_server(int sig)
+{
+    if (g_server_pid > 0)
+        kill((pid_t)g_server_pid, sig);
+}
+
+/* After the run: keep serving until the user stops the server. Ctrl-C at a
+ * terminal reaches the server itself (same process group); a signal that
+ * mpirun passes on to rank 0 alone is forwarded to it; and when mpirun
+ * itself is gone (killed: a batch system, `timeout -k`), rank 0 stops its
+ * server and ends instead of serving, orphaned, for ever. (A run started
+ * without a launcher keeps serving when its shell goes: nohup works.) */
 static void wait_server(pid_t pid)
 {
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    struct sigaction sa = {.sa_handler = forward_to_server};
+    pid_t parent = getppid();
+    int launched = getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK") || getenv("PMI_RANK") ||
+                   getenv("SLURM_STEP_ID");
     int status;
+
+    g_server_pid = pid;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+        sigaction(sigs[i], &sa, NULL);
     fprintf(stderr, "htamerge: still serving the finished run; Ctrl-C to stop\n");
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
+    for (;;) {
+        pid_t r = waitpid(pid, &status, WNOHANG);
+        if (r == pid || (r < 0 && errno != EINTR))
+            break;
+        if (launched && getppid() != parent) {
+            fprintf(stderr, "htamerge: mpirun is gone; stopping the server\n");
+            kill(pid, SIGTERM);
+            while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+                ;
+            break;
+        }
+        nanosleep(&(struct timespec){.tv_nsec = 200000000L}, NULL);
+    }
+    g_server_pid = 0;
 }
 
 /* mpirun binds each rank to one core by default when it has few ranks: the
@@ -374,6 +472,30 @@ static void print_stats(int rank, struct col_rank *col)
             (long long)st.files, (long long)st.batches);
 }
 
+/* A rank's exit status. The programs' statuses come first: mpirun reports
+ * the first non-zero one, so rank 0 adds nothing of its own when any
+ * rank's program failed. Otherwise rank 0, which alone knows, exits
+ * CLI_EXIT_PARTIAL when trace files were refused, as ingest does: the
+ * file lacks their data, and a script should not take it for whole. */
+static int run_exit_status(const struct loop *L, const struct mrg_live_result *res)
+{
+    if (L->exit_code || L->rank != 0 || res->job_exit)
+        return L->exit_code;
+    return res->files_refused > 0 ? CLI_EXIT_PARTIAL : CLI_EXIT_OK;
+}
+
+/* Rank 0's last line: the file, and what it lacks. */
+static void say_written(const char *output, int size, int complete, const struct mrg_live_result *res)
+{
+    char refused[PATH_MAX + 128] = "";
+
+    if (res->files_refused > 0)
+        snprintf(refused, sizeof refused, "; %lld trace file%s refused: see `htamerge report %s summary`",
+                 (long long)res->files_refused, res->files_refused == 1 ? "" : "s", output);
+    fprintf(stderr, "htamerge: wrote %s (%d ranks, run %s%s)\n", output, size,
+            complete ? "complete" : "incomplete", refused);
+}
+
 int cli_run(int argc, char **argv)
 {
     struct run_opts o = {0};
@@ -382,7 +504,8 @@ int cli_run(int argc, char **argv)
     struct loop L = {0};
     struct hm_err err;
     char trace_dir[PATH_MAX + 32], line[1400];
-    int size, provided, rc, job_exit = 0;
+    struct mrg_live_result res = {0};
+    int size, provided, rc;
     pid_t server = -1;
     MPI_Comm node;
 
@@ -399,9 +522,12 @@ int cli_run(int argc, char **argv)
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
     if (L.rank == 0) {
         warn_if_bound_to_one_cpu();
+        sweep_leftovers();
         make_plan(&plan, &hook);
     }
     MPI_Bcast(&plan, sizeof plan, MPI_BYTE, 0, MPI_COMM_WORLD);
+    L.trace_root = plan.trace_root;
+    L.touched = time(NULL);
     hm_err_clear(&err);
     if (L.rank == 0) {
         struct mrg_live_opts mo = {.output = o.output, .command_line = cli_command_line(argc, argv),
@@ -424,12 +550,11 @@ int cli_run(int argc, char **argv)
         cli_error("rank %d: %s", L.rank, hm_err_line(&err, line, sizeof line));
     if (L.rank == 0) {
         int complete = rc == 0 && !L.signal;
-        if (mrg_live_finish(L.mrg, complete, &job_exit, &err) != 0) {
+        if (mrg_live_finish(L.mrg, complete, &res, &err) != 0) {
             cli_error("%s", hm_err_line(&err, line, sizeof line));
             rc = -1;
         } else {
-            fprintf(stderr, "htamerge: wrote %s (%d ranks, run %s)\n", o.output, size,
-                    complete ? "complete" : "incomplete");
+            say_written(o.output, size, complete, &res);
         }
     }
     if (getenv("HTAMERGE_STATS"))
@@ -439,9 +564,7 @@ int cli_run(int argc, char **argv)
     if (o.keep_traces)
         fprintf(stderr, "htamerge: rank %d traces kept in %s\n", L.rank, trace_dir);
     else
-        remove_tree(trace_dir);
-    if (L.rank == 0 && !o.keep_traces)
-        rmdir(plan.trace_root);
+        remove_traces(trace_dir, plan.trace_root);
     if (L.signal && L.rank == 0) {
         if (server > 0)
             kill(server, SIGTERM);
@@ -465,5 +588,5 @@ int cli_run(int argc, char **argv)
         wait_server(server);
     if (rc)
         return CLI_EXIT_FAIL;
-    return L.exit_code;
+    return run_exit_status(&L, &res);
 }

@@ -46,6 +46,7 @@ struct mrg_live {
     int64_t last_sync_ns, last_commit_ns;
     int64_t write_ns, decode_ns; /* time spent writing / decoding batches */
     uint64_t rows;             /* records written */
+    int64_t files_refused;     /* unreadable_file counts of the batches written */
     uint8_t *buf;              /* receive buffer, owned */
     size_t cap;
     long test_delay_us;        /* TEST ONLY: HTAMERGE_TEST_MERGER_DELAY_US, see write_batch */
@@ -171,6 +172,8 @@ static int write_batch(struct mrg_live *m, struct hm_batch *b, struct hm_err *er
     int rc = mrg_writer_add_batch(m->w, b, err);
     m->write_ns += hm_mono_ns() - t0;
     m->rows += b->slices.n + b->collectives.n + b->counters.n + b->steps.n;
+    if (rc == 0)
+        m->files_refused += b->info.skipped[HM_SKIP_UNREADABLE_FILE];
     hm_batch_free(b);
     return rc;
 }
@@ -361,7 +364,8 @@ static int store_exit_codes(struct mrg_live *m, struct hm_err *err)
     return mrg_writer_set_meta(m->w, "exit_codes", buf, err);
 }
 
-int mrg_live_finish(struct mrg_live *m, int complete, int *job_exit, struct hm_err *err)
+int mrg_live_finish(struct mrg_live *m, int complete, struct mrg_live_result *res,
+                    struct hm_err *err)
 {
     int rc = 0, worst = 0;
 
@@ -400,7 +404,8 @@ int mrg_live_finish(struct mrg_live *m, int complete, int *job_exit, struct hm_e
         rc = complete ? mrg_writer_finish(m->w, err) : mrg_writer_close_live(m->w, err);
     else
         mrg_writer_close_live(m->w, NULL);
-    *job_exit = worst;
+    res->job_exit = worst;
+    res->files_refused = m->files_refused;
     for (int r = 0; r < m->size; r++)
         mrg_clock_free(&m->peers[r].clock);
     free(m->peers);

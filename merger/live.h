@@ -40,10 +40,18 @@ int mrg_live_step(struct mrg_live *m, int *all_done, struct hm_err *err);
 /* Rank 0's own collector finished with this exit code. */
 void mrg_live_local_done(struct mrg_live *m, int exit_code);
 
+/* What the run ended with, as rank 0 saw it. */
+struct mrg_live_result {
+    int job_exit;            /* the first rank's non-zero program exit code, 0 if none */
+    int64_t files_refused;   /* trace files a collector could not read (each a
+                                skipped row, reason 'unreadable_file') */
+};
+
 /* Final sync round, tells every collector to finish, realigns clocks,
  * analyses, indexes and closes the file. complete = 0 marks the run cut
- * short (a signal): only commits what it has. Consumes m. Returns the
- * worst exit code of any rank through *job_exit. */
-int mrg_live_finish(struct mrg_live *m, int complete, int *job_exit, struct hm_err *err);
+ * short (a signal): only commits what it has. Consumes m. Fills *res
+ * (also when it fails). */
+int mrg_live_finish(struct mrg_live *m, int complete, struct mrg_live_result *res,
+                    struct hm_err *err);
 
 #endif

@@ -62,6 +62,22 @@ if [ -z "$up" ]; then
 else
     timeout -k 5 150 node "$here/live.test.mjs" "http://127.0.0.1:$lport/" "$out" "$CHROMIUM" || rc=1
 fi
+# Once the job is over, rank 0 keeps serving "until Ctrl-C"; Ctrl-C to
+# mpirun must end it, server included (rank 0 once kept serving, orphaned,
+# for ever). Wait for that stage, so that this is what the test checks.
+for _ in $(seq 400); do
+    grep -q 'still serving the finished run' "$T/live.log" 2>/dev/null && break
+    sleep 0.1
+done
+grep -q 'still serving the finished run' "$T/live.log" || { echo "FAIL: the live run did not finish"; rc=1; }
 kill -INT "$lpid" 2>/dev/null; wait "$lpid" 2>/dev/null; lpid=
+for _ in $(seq 100); do
+    pgrep -f "$T/live.db" >/dev/null || break
+    sleep 0.1
+done
+if pgrep -f "$T/live.db" >/dev/null; then
+    echo "FAIL: processes of the live run outlived mpirun: $(pgrep -af "$T/live.db" | cut -c1-120)"
+    pkill -f "$T/live.db"; rc=1
+fi
 echo "screenshots: $out"
 exit $rc

@@ -60,7 +60,12 @@ expect_err "rank-6.json.gz"; expect_err "gzip"
 cp "$FX/trace_filter/sampled_rank-1.json.gz" "$T/bad/rank-7.json.gz"
 printf 'garbagegarbagegarbage' | dd of="$T/bad/rank-7.json.gz" bs=1 seek=5000 conv=notrunc 2>/dev/null
 expect_rc 1 "corrupt gzip" "$H" ingest -q -o "$T/bad.db" "$T/bad/rank-7.json.gz"
-expect_err "rank-7.json.gz"
+expect_err "rank-7.json.gz"; expect_err "corrupt gzip data at byte [0-9]*: ."
+
+# Random bytes named .json.gz: "not gzip", not a JSON error (RELIABILITY.md).
+head -c 5000 /dev/urandom | tr '\037' x > "$T/bad/rank-10.json.gz"
+expect_rc 1 "random bytes as .json.gz" "$H" ingest -q -o "$T/bad.db" "$T/bad/rank-10.json.gz"
+expect_err "rank-10.json.gz: byte 0: not a gzip file (no 1f 8b header"
 
 echo '{"schemaVersion": 1, "distributedInfo": {"rank": 8}}' > "$T/bad/rank-8.json"
 expect_rc 1 "no traceEvents" "$H" ingest -q -o "$T/bad.db" "$T/bad/rank-8.json"

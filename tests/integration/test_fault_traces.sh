@@ -5,6 +5,8 @@
 # (closed after each, so it is seen before it is whole) and one shrunk
 # right after it was written. Every rank must survive, name every bad file
 # with its byte offset and reason, keep the good data and finish the run.
+# The run then exits 3 (as ingest --keep-going), and says how many files
+# were refused; a program's own non-zero status still wins.
 # Known limit (reported in RELIABILITY.md): a file seen before it is whole
 # is read once, so the grown file's data is reported, not kept.
 set -u
@@ -41,7 +43,10 @@ chmod +x writer.sh
 
 timeout -k 5 60 mpirun -n 2 "$H" -o tr.db ./writer.sh "$T/gen" > tr.log 2>&1
 rc=$?
-[ $rc = 0 ] || { fail "run exit $rc"; cat tr.log >&2; }
+[ $rc = 3 ] || { fail "run exit $rc, expected 3 (trace files refused)"; cat tr.log >&2; }
+refused=$(sql1 tr.db "SELECT sum(count) FROM skipped WHERE reason = 'unreadable_file'")
+grep -q "^htamerge: wrote tr.db (2 ranks, run complete; $refused trace files refused: see \`htamerge report tr.db summary\`)\$" tr.log ||
+    fail "no final line naming the $refused refused files: $(grep 'wrote' tr.log)"
 [ "$(sqlite3 tr.db 'PRAGMA integrity_check')" = ok ] || fail "integrity_check"
 [ "$(sql1 tr.db "SELECT value FROM meta WHERE key = 'run_status'")" = complete ] || fail "run not complete"
 for r in 0 1; do
@@ -49,6 +54,9 @@ for r in 0 1; do
         grep -q "rank $r: skipping .*/$f\.pt\.trace\.json[.gz]*: byte [0-9]*: ." tr.log ||
             fail "rank $r: $f file not reported with its byte offset"
     done
+    # Random bytes named .json.gz: the same reason on every rank.
+    grep -q "rank $r: skipping .*/garbage\.pt\.trace\.json\.gz: byte 0: not a gzip file (no 1f 8b header" tr.log ||
+        fail "rank $r: garbage .json.gz not reported as not gzip"
     # ... and in the database: one unreadable_file row per refused file.
     bad=$(sql1 tr.db "SELECT count(*) FROM skipped WHERE rank = $r AND reason = 'unreadable_file'
                       AND file GLOB '*/truncated.pt.trace.json' OR (rank = $r AND reason = 'unreadable_file'
@@ -61,5 +69,23 @@ for r in 0 1; do
 done
 grep -qi "sigbus\|sigsegv\|core dumped\|signal" tr.log && fail "a rank died: $(grep -i signal tr.log | head -1)"
 "$H" report tr.db summary | grep -q unreadable_file || fail "report summary does not show the refused files"
-echo "bad traces: $(grep -c skipping tr.log) files reported, $(sql1 tr.db 'SELECT count(*) FROM files') read"
+echo "bad traces: $(grep -c skipping tr.log) files reported, $(sql1 tr.db 'SELECT count(*) FROM files') read, exit $rc"
+
+# A program's non-zero status wins over refused files (mpirun reports the
+# first non-zero one: rank 0 must not add its 3); one rank alone exits 3.
+cat > failer.sh <<'SH'
+#!/bin/bash
+head -c 300 /dev/urandom | tr '\037' x > "$HTAMERGE_TRACE_DIR/garbage.pt.trace.json.gz"
+[ "$RANK" = 1 ] && exit 7
+exit 0
+SH
+chmod +x failer.sh
+timeout -k 5 60 mpirun -n 2 "$H" -o fail.db ./failer.sh > fail.log 2>&1
+rc=$?
+[ $rc = 7 ] || { fail "failing program with refused files: exit $rc, expected 7"; cat fail.log >&2; }
+timeout -k 5 60 "$H" -o one.db ./failer.sh > one.log 2>&1
+rc=$?
+[ $rc = 3 ] || { fail "one rank with a refused file: exit $rc, expected 3"; cat one.log >&2; }
+grep -q "run complete; 1 trace file refused: see" one.log || fail "one rank: no refused count in $(grep wrote one.log)"
+
 [ "$fails" = 0 ] && echo ok || { echo "$fails failures" >&2; exit 1; }

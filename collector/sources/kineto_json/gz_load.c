@@ -1,9 +1,11 @@
 /* Loading a trace (a file, or bytes in memory) into one padded buffer,
- * inflating gzip on the way. Gzip is recognised by its magic bytes. The fast path sizes the output
- * from the last member's ISIZE trailer and inflates with libdeflate in one
- * call per member; when that hint is wrong (multi-member files, files of
- * 4 GiB or more whose ISIZE wrapped) or the data is bad, zlib inflates as a
- * stream into a growing buffer and, on bad data, says what and where.
+ * inflating gzip on the way. Gzip is recognised by its magic bytes; a name
+ * ending in .gz without them is refused ("not a gzip file"). The fast path
+ * sizes the output from the last member's ISIZE trailer and inflates with
+ * libdeflate in one call per member; when that hint is wrong (multi-member
+ * files, files of 4 GiB or more whose ISIZE wrapped) or the data is bad,
+ * zlib inflates as a stream into a growing buffer and, on bad data, says
+ * what and where.
  * The output buffer and the libdeflate decompressor are kept per thread
  * from one file to the next (first-touch page faults and munmap of a fresh
  * buffer per file were a third of parse time). Files are read, never
@@ -16,8 +18,10 @@
 #include <fcntl.h>
 #include <libdeflate.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -271,6 +275,35 @@ static int has_magic(const unsigned char *p, size_t n)
     return n >= 2 && p[0] == 0x1f && p[1] == 0x8b;
 }
 
+static int name_says_gzip(const char *name)
+{
+    size_t n = name ? strlen(name) : 0;
+    return n >= 3 && strcasecmp(name + n - 3, ".gz") == 0;
+}
+
+/* A name ending in .gz promises gzip. Bytes without the magic are refused
+ * here: read as JSON instead, random bytes failed as "truncated JSON" or
+ * "invalid JSON" depending on what they happened to be. p holds the first
+ * min(n, 2) bytes of a non-empty input. Returns 0 when the bytes may be
+ * read as the name says. */
+static int check_gzip_name(const unsigned char *p, size_t n, const char *name, struct hm_err *err)
+{
+    char first[8];
+
+    if (!name_says_gzip(name) || has_magic(p, n))
+        return 0;
+    if (n < 2 && p[0] == 0x1f)
+        return hm_err_set(err, HM_EFORMAT, name, (int64_t)n,
+                          "truncated gzip stream: only %zu bytes", n);
+    if (n >= 2)
+        snprintf(first, sizeof first, "%02x %02x", p[0], p[1]);
+    else
+        snprintf(first, sizeof first, "%02x", p[0]);
+    return hm_err_set(err, HM_EFORMAT, name, p[0] == 0x1f ? 1 : 0,
+                      "not a gzip file (no 1f 8b header: starts with %s)%s", first,
+                      p[0] == '{' || p[0] == '[' ? "; it looks like plain JSON: name it .json" : "");
+}
+
 /* Fast path: one libdeflate call per member into a buffer sized from the
  * ISIZE hint. Returns 0 with out filled, or -1 to ask for the zlib path
  * (output too small, bad data, or no memory for the hint). */
@@ -340,9 +373,8 @@ static int inflate_failed(int rc, const z_stream *z, size_t pos, size_t len, con
                           "(%zu bytes inflated)", pos, len);
     if (rc == Z_MEM_ERROR)
         return hm_err_set(err, HM_ENOMEM, path, -1, "out of memory inflating gzip");
-    return hm_err_set(err, HM_EFORMAT, path, (int64_t)pos,
-                      "corrupt gzip data: %s at compressed byte %zu",
-                      z->msg ? z->msg : "bad stream", pos);
+    return hm_err_set(err, HM_EFORMAT, path, (int64_t)pos, "corrupt gzip data at byte %zu: %s",
+                      pos, z->msg ? z->msg : "bad stream");
 }
 
 /* Slow path: zlib streaming inflate over every member into a growing
@@ -386,8 +418,8 @@ static int inflate_stream(const struct gz_in *in, const char *path, struct kj_bu
             }
             if (!only_zeros(in->p + pos, in->n - pos))
                 ret = hm_err_set(err, HM_EFORMAT, path, (int64_t)pos,
-                                 "corrupt gzip data: trailing garbage after the last member "
-                                 "at compressed byte %zu", pos);
+                                 "corrupt gzip data at byte %zu: trailing garbage after the "
+                                 "last member", pos);
             break;
         }
         if (rc == Z_OK || (rc == Z_BUF_ERROR && pos < in->n))
@@ -449,12 +481,15 @@ int kj_load_mem(const void *data, size_t size, const char *name, struct kj_buf *
                 struct hm_err *err)
 {
     struct gz_in in = {.p = data, .n = size, .owned = 0};
+    int rc;
 
     out->data = NULL;
     out->len = 0;
     out->cap = 0;
     if (size == 0)
         return hm_err_set(err, HM_EFORMAT, name, 0, "empty file");
+    if ((rc = check_gzip_name(data, size, name, err)) != 0)
+        return rc;
     if (has_magic(data, size))
         return check_empty(inflate_input(&in, name, out, err), name, out, err);
     return check_empty(copy_plain(data, size, name, out, err), name, out, err);
@@ -464,6 +499,7 @@ int kj_load(const char *path, struct kj_buf *out, struct hm_err *err)
 {
     unsigned char magic[2] = {0, 0};
     struct stat st;
+    ssize_t got;
     int fd, rc;
 
     out->data = NULL;
@@ -480,10 +516,16 @@ int kj_load(const char *path, struct kj_buf *out, struct hm_err *err)
         rc = hm_err_set(err, HM_EFORMAT, path, 0, "empty file");
         goto done;
     }
-    if (pread(fd, magic, 2, 0) < 0) {
+    if ((got = pread(fd, magic, 2, 0)) < 0) {
         rc = hm_err_set(err, HM_EIO, path, -1, "read failed: %s", strerror(errno));
         goto done;
     }
+    if (got == 0) {   /* emptied since fstat */
+        rc = hm_err_set(err, HM_EFORMAT, path, 0, "empty file");
+        goto done;
+    }
+    if ((rc = check_gzip_name(magic, (size_t)got, path, err)) != 0)
+        goto done;
     if (magic[0] == 0x1f && magic[1] == 0x8b)
         rc = load_gzip(fd, (size_t)st.st_size, path, out, err);
     else

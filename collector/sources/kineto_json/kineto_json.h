@@ -21,8 +21,9 @@ struct src_kineto_opts {
 };
 
 /* Reading.
- * Reads one trace file (plain JSON, or gzip detected by its magic bytes, not
- * its name) into a new batch that the caller owns (*out, free with
+ * Reads one trace file (plain JSON, or gzip detected by its magic bytes; a
+ * name ending in .gz must hold gzip, else HM_EFORMAT "not a gzip file")
+ * into a new batch that the caller owns (*out, free with
  * hm_batch_free). opts may be NULL for the defaults. Malformed events are
  * dropped and counted in info.skipped; they are not errors. On failure
  * returns a negative HM_E* code, sets *out = NULL and fills err with the

@@ -40,7 +40,8 @@ struct kj_buf {
  * than kept for the thread's next one. */
 #define KJ_KEEP_MAX ((size_t)1 << 30)
 
-/* Reads path whole into out, inflating it when it starts with the gzip magic.
+/* Reads path whole into out, inflating it when it starts with the gzip magic
+ * (required when the name ends in .gz: "not a gzip file" otherwise).
  * Returns 0, or HM_EIO / HM_EFORMAT / HM_ENOMEM with err filled (gzip errors
  * carry the compressed byte offset). The buffer comes from, and
  * kj_buf_free gives it back to, the calling thread's cache. */

@@ -71,7 +71,7 @@ static void test_file_errors(void)
     CHECK_EQ_INT(off, file_size(path));   /* compressed offset: where the input ends */
     off = expect_fail(BAD("bad_crc.json.gz"), HM_EFORMAT, "corrupt gzip data");
     CHECK(off >= file_size(path) - 8 && off <= file_size(path));
-    off = expect_fail(BAD("corrupt.json.gz"), HM_EFORMAT, "corrupt gzip data");
+    off = expect_fail(BAD("corrupt.json.gz"), HM_EFORMAT, "corrupt gzip data at byte 1");
     CHECK(off >= 10 && off <= 12);   /* the first deflate block header */
 
     CHECK_EQ_INT(expect_fail(BAD("empty.json"), HM_EFORMAT, "empty file"), 0);
@@ -420,7 +420,7 @@ static void test_read_mem(void)
     CHECK_EQ_INT(write_file(path, gz, gn), 0);
     CHECK_EQ_INT(src_kineto_read(path, NULL, &a, &err), 0);
     CHECK_EQ_INT(src_kineto_read_mem(gz, gn, path, NULL, &b, &err), 0);
-    CHECK_EQ_INT(src_kineto_read_mem(sweep_trace, n, path, NULL, &c, &err), 0);
+    CHECK_EQ_INT(src_kineto_read_mem(sweep_trace, n, "kineto_mem.json", NULL, &c, &err), 0);
     if (a && b && c) {
         CHECK_EQ_INT(b->slices.n, a->slices.n);
         CHECK_EQ_INT(c->slices.n, a->slices.n);
@@ -438,6 +438,103 @@ static void test_read_mem(void)
     CHECK_CONTAINS(err.msg, "truncated gzip");
 }
 
+/* Reads the same bytes as a file and from memory under the name path;
+ * both must fail alike (code, file, offset, message). Returns the code. */
+static int expect_same_failure(const char *path, const void *data, size_t n, struct hm_err *err)
+{
+    struct hm_batch *a = NULL, *b = NULL;
+    struct hm_err e2;
+    int r1, r2;
+
+    hm_err_clear(err);
+    hm_err_clear(&e2);
+    CHECK_EQ_INT(write_file(path, data, n), 0);
+    r1 = src_kineto_read(path, NULL, &a, err);
+    r2 = src_kineto_read_mem(data, n, path, NULL, &b, &e2);
+    CHECK(a == NULL && b == NULL);
+    CHECK_EQ_INT(r2, r1);
+    CHECK_STR(err->file, path);
+    CHECK_STR(e2.file, path);
+    CHECK_EQ_INT(e2.offset, err->offset);
+    CHECK_STR(e2.msg, err->msg);
+    hm_batch_free(a);
+    hm_batch_free(b);
+    return r1;
+}
+
+/* A .gz name promises gzip: bytes without the magic (RELIABILITY.md, found
+ * 4: random bytes gave "truncated JSON" on one rank, "invalid JSON" on
+ * another) are "not a gzip file" at byte 0, whatever they are, read from a
+ * file or from memory. Corrupt gzip names the byte and zlib's reason. */
+static void test_gz_name_without_gzip(void)
+{
+    const char *path = hm_tmpfile("kineto_not_gzip.json.gz");
+    unsigned char bytes[5000], gz[4096];
+    unsigned seed = 12345;
+    size_t gn;
+    struct hm_err err;
+    char expect[64];
+    int wrong = 0;
+
+    for (int round = 0; round < 200; round++) {
+        size_t n = 1 + (size_t)(round * 97) % sizeof bytes;
+        for (size_t i = 0; i < n; i++) {
+            seed = seed * 1103515245u + 12345u;
+            bytes[i] = (unsigned char)(seed >> 16);
+        }
+        if (round < 8)   /* first bytes that JSON could start with */
+            bytes[0] = (unsigned char)"{[ \n\"1tn"[round];
+        if (bytes[0] == 0x1f)
+            bytes[0] = 0;
+        if (expect_same_failure(path, bytes, n, &err) != HM_EFORMAT || err.offset != 0 ||
+            !strstr(err.msg, "not a gzip file (no 1f 8b header")) {
+            if (wrong++ < 5)
+                fprintf(stderr, "round %d (%zu bytes): offset %lld msg %s\n", round, n,
+                        (long long)err.offset, err.msg);
+        }
+        if (round == 0)   /* one byte, '{' */
+            CHECK_CONTAINS(err.msg, "starts with 7b); it looks like plain JSON");
+        if (round == 1) {   /* 98 bytes, starting with '[' */
+            snprintf(expect, sizeof expect, "starts with 5b %02x)", bytes[1]);
+            CHECK_CONTAINS(err.msg, expect);
+            CHECK_CONTAINS(err.msg, "looks like plain JSON");
+        }
+    }
+    CHECK_EQ_INT(wrong, 0);
+
+    /* Valid plain JSON under a .gz name, also with the name in capitals. */
+    CHECK_EQ_INT(expect_same_failure(path, sweep_trace, sizeof sweep_trace - 1, &err), HM_EFORMAT);
+    CHECK_CONTAINS(err.msg, "not a gzip file (no 1f 8b header: starts with 7b 0a); it looks like plain JSON");
+    CHECK_EQ_INT(expect_same_failure(hm_tmpfile("KINETO_NOT_GZIP.JSON.GZ"), sweep_trace, 10, &err),
+                 HM_EFORMAT);
+    CHECK_CONTAINS(err.msg, "not a gzip file");
+    /* The first magic byte alone: cut short, not "not gzip". */
+    CHECK_EQ_INT(expect_same_failure(path, "\x1f", 1, &err), HM_EFORMAT);
+    CHECK_CONTAINS(err.msg, "truncated gzip stream: only 1 bytes");
+    CHECK_EQ_INT(expect_same_failure(path, "\x1f\x8a", 2, &err), HM_EFORMAT);
+    CHECK_EQ_INT(err.offset, 1);
+    CHECK_CONTAINS(err.msg, "not a gzip file (no 1f 8b header: starts with 1f 8a)");
+    /* The same random bytes under a .json name are still read as JSON. */
+    CHECK_EQ_INT(expect_same_failure(hm_tmpfile("kineto_not_gzip.json"), bytes + 1, 300, &err),
+                 HM_EFORMAT);
+    CHECK(strstr(err.msg, "gzip") == NULL);
+
+    /* Corrupt gzip: the byte and zlib's words, the same from memory. */
+    gn = gzip_text(sweep_trace, sizeof sweep_trace - 1, gz, sizeof gz);
+    CHECK(gn > 40);
+    gz[3] = 0xe0;   /* reserved FLG bits */
+    CHECK_EQ_INT(expect_same_failure(path, gz, gn, &err), HM_EFORMAT);
+    snprintf(expect, sizeof expect, "corrupt gzip data at byte %lld: ", (long long)err.offset);
+    CHECK_CONTAINS(err.msg, expect);
+    CHECK(err.offset >= 0 && err.offset <= 10);
+    gz[3] = 0;
+    memset(gz + 12, 0xff, 8);   /* inside the first deflate block */
+    CHECK_EQ_INT(expect_same_failure(path, gz, gn, &err), HM_EFORMAT);
+    snprintf(expect, sizeof expect, "corrupt gzip data at byte %lld: ", (long long)err.offset);
+    CHECK_CONTAINS(err.msg, expect);
+    CHECK(strlen(err.msg) > strlen(expect));   /* zlib's reason follows */
+}
+
 int main(void)
 {
     test_file_errors();
@@ -448,5 +545,6 @@ int main(void)
     sweep_corruption();
     test_file_changes_while_read();
     test_read_mem();
+    test_gz_name_without_gzip();
     return hm_test_done();
 }
