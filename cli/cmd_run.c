@@ -6,6 +6,7 @@
 #include <sched.h>
 #include <getopt.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <limits.h>
 #include <mpi.h>
@@ -388,8 +389,13 @@ static pid_t start_server(const char *db, const char *addr)
     if (n <= 0)
         return -1;
     self[n] = '\0';
+    pid_t parent = getpid();
     pid = fork();
     if (pid == 0) {
+        /* The server ends with rank 0, however rank 0 ends (even killed). */
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (getppid() != parent)
+            _exit(0);
         execl(self, self, "serve", db, "--listen", addr, (char *)NULL);
         _exit(127);
     }
@@ -433,8 +439,12 @@ static void wait_server(pid_t pid)
         if (launched && getppid() != parent) {
             fprintf(stderr, "htamerge: mpirun is gone; stopping the server\n");
             kill(pid, SIGTERM);
-            while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-                ;
+            for (int i = 0; i < 50 && waitpid(pid, &status, WNOHANG) == 0; i++)
+                nanosleep(&(struct timespec){.tv_nsec = 100000000L}, NULL);
+            if (kill(pid, 0) == 0) {   /* 5 s and still there */
+                kill(pid, SIGKILL);
+                waitpid(pid, &status, 0);
+            }
             break;
         }
         nanosleep(&(struct timespec){.tv_nsec = 200000000L}, NULL);
