@@ -332,6 +332,13 @@ static int start_rank(struct loop *L, const struct run_opts *o, const struct run
                                .run_start_ns = plan->run_start_ns, .hook = hook, .hostname = host};
 
     gethostname(host, sizeof host - 1);
+    if (o->capture & RUN_CAP_LIVE) {   /* rings that killed ranks could not remove: memory */
+        uint64_t bytes;
+        int n = hm_ring_sweep_stale("/dev/shm", &bytes);
+        if (n > 0)
+            fprintf(stderr, "htamerge: rank %d: removed %d shared-memory rings of ended runs (%.0f MB)\n",
+                    L->rank, n, (double)bytes / 1e6);
+    }
     if (hm_ring_format_name(ring, sizeof ring, jobid ? jobid + 1 : "job", L->rank) == 0)
         co.ring_name = ring;
     if ((o->capture & RUN_CAP_LIVE) && find_inject_lib(inject, sizeof inject) == 0)

@@ -31,8 +31,10 @@
  * a bad header is skipped as lost. */
 #include "shm_ring.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -652,6 +654,46 @@ int hm_ring_format_name(char *buf, size_t len, const char *jobid, int rank)
         id[i] = ok ? c : '_';
     }
     id[i] = '\0';
-    n = snprintf(buf, len, "/htamerge-%s-%d", id, rank);
+    n = snprintf(buf, len, "/htamerge-%s-%d-p%ld", id, rank, (long)getpid());
     return (n < 0 || (size_t)n >= len) ? HM_EINVAL : 0;
+}
+
+/* The creator's pid of a ring name "htamerge-...-p<pid>", 0 if the name is
+ * not one. */
+static long ring_creator(const char *name)
+{
+    const char *p = strrchr(name, '-');
+    char *end;
+    long pid;
+
+    if (strncmp(name, "htamerge-", 9) != 0 || !p || p[1] != 'p' || p[2] < '1' || p[2] > '9')
+        return 0;
+    pid = strtol(p + 2, &end, 10);
+    return *end || pid <= 0 || pid > INT32_MAX ? 0 : pid;
+}
+
+int hm_ring_sweep_stale(const char *dir, uint64_t *bytes)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int n = 0;
+
+    if (bytes)
+        *bytes = 0;
+    if (!d)
+        return 0;
+    while ((e = readdir(d)) != NULL) {
+        long pid = ring_creator(e->d_name);
+        struct stat st;
+        if (!pid || fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
+            st.st_uid != geteuid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+            continue;
+        if (unlinkat(dirfd(d), e->d_name, 0) == 0) {
+            n++;
+            if (bytes)
+                *bytes += (uint64_t)st.st_blocks * 512;
+        }
+    }
+    closedir(d);
+    return n;
 }

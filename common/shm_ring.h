@@ -211,10 +211,20 @@ void hm_ring_close(struct hm_ring *r);
  * HM_RING_DEFAULT_BYTES; an unparsable value also gives the default. */
 size_t hm_ring_default_bytes(void);
 
-/* Writes "/htamerge-<jobid>-<rank>" into buf (jobid: characters other than
- * [A-Za-z0-9_.-] become '_', cut to fit). Returns 0 or HM_EINVAL if buf is
- * too small. */
+/* Writes "/htamerge-<jobid>-<rank>-p<pid>" into buf, pid being the
+ * caller's (the collector that creates the ring; jobid: characters other
+ * than [A-Za-z0-9_.-] become '_', cut to fit). Returns 0 or HM_EINVAL if
+ * buf is too small. */
 int hm_ring_format_name(char *buf, size_t len, const char *jobid, int rank);
+
+/* Removes from dir (the shm folder, /dev/shm on Linux) the rings of
+ * collectors that are gone: named as hm_ring_format_name names them, ours,
+ * and whose creator pid no longer exists on this host (a collector always
+ * runs on its ring's host). A killed rank cannot unlink its 64 MiB ring,
+ * and /dev/shm is memory: a day of killed test runs once held 23 GB of it.
+ * Mappings that live processes still hold stay valid. Returns how many
+ * were removed; *bytes (may be NULL) the memory they held. */
+int hm_ring_sweep_stale(const char *dir, uint64_t *bytes);
 
 /* Testing only: reserves room for a record of len payload bytes and never
  * finishes it, as a producer that died mid-write. Returns 0 or -1 (full). */

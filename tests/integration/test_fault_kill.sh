@@ -135,4 +135,24 @@ report_incomplete zero.db zero.txt
 grep -q "run_status: incomplete" zero.txt || { fail "zero: not reported incomplete"; cat zero.txt >&2; }
 echo "kill -9 rank 0: exit $rc; kept $(sql1 zero.db 'SELECT count(*) FROM steps') steps"
 
+# The killed ranks could not remove their shared-memory rings (64 MiB of
+# memory each, in /dev/shm); the next run on the host removes them. The
+# jobs of this test are the trace folders in its own TMPDIR.
+jobs=$(cd "$TMPDIR" && ls -d htamerge-* 2>/dev/null)
+left=0
+for j in $jobs; do left=$((left + $(ls /dev/shm | grep -c "^htamerge-$j-"))); done
+[ "$left" -gt 0 ] || fail "rings: the killed runs left none behind (nothing to check)"
+# Their creators (the collectors, pid after "-p") may still be exiting.
+for j in $jobs; do
+    for pid in $(ls /dev/shm | grep "^htamerge-$j-" | sed 's/.*-p//'); do
+        for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    done
+done
+timeout -k 5 60 mpirun -n 2 "$H" -o again.db "$S" --steps 2 --cycle 2 > again.log 2>&1 || fail "rings: the next run failed"
+grep -q "removed .* shared-memory rings of ended runs" again.log || fail "rings: the next run did not say it removed any"
+for j in $jobs; do
+    ls /dev/shm | grep -q "^htamerge-$j-" && fail "rings: /dev/shm still holds rings of $j"
+done
+echo "rings: $left left by killed ranks, removed by the next run"
+
 [ "$fails" = 0 ] && echo ok || { echo "$fails failures" >&2; exit 1; }

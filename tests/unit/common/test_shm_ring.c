@@ -456,10 +456,15 @@ static void test_errors_and_helpers(void)
     }
     hm_ring_close(c);
 
-    CHECK_EQ_INT(hm_ring_format_name(buf, sizeof buf, "12345.0", 3), 0);
-    CHECK_STR(buf, "/htamerge-12345.0-3");
-    CHECK_EQ_INT(hm_ring_format_name(buf, sizeof buf, "a/b c", 0), 0);
-    CHECK_STR(buf, "/htamerge-a_b_c-0");
+    {
+        char want[64];
+        CHECK_EQ_INT(hm_ring_format_name(buf, sizeof buf, "12345.0", 3), 0);
+        snprintf(want, sizeof want, "/htamerge-12345.0-3-p%ld", (long)getpid());
+        CHECK_STR(buf, want);
+        CHECK_EQ_INT(hm_ring_format_name(buf, sizeof buf, "a/b c", 0), 0);
+        snprintf(want, sizeof want, "/htamerge-a_b_c-0-p%ld", (long)getpid());
+        CHECK_STR(buf, want);
+    }
     CHECK_EQ_INT(hm_ring_format_name(buf, 8, "job", 0), HM_EINVAL);
 
     unsetenv("HTAMERGE_RING_BYTES");
@@ -567,6 +572,39 @@ static void test_tool_producer(void)
     hm_ring_close(c);
 }
 
+/* Rings of collectors that are gone are removed; a live creator's ring,
+ * another name, another kind of file stay. */
+static void test_sweep_stale(void)
+{
+    struct hm_err err;
+    char dead_name[96], live_name[96], path[160];
+    pid_t dead = fork();
+    uint64_t bytes = 0;
+    struct hm_ring *dead_ring, *live_ring;
+
+    if (dead == 0)
+        _exit(0);
+    waitpid(dead, NULL, 0);   /* a pid that no longer exists */
+    snprintf(dead_name, sizeof dead_name, "/htamerge-sweeptest-%ld-0-p%ld", (long)getpid(), (long)dead);
+    snprintf(live_name, sizeof live_name, "/htamerge-sweeptest-%ld-1-p%ld", (long)getpid(), (long)getpid());
+    dead_ring = hm_ring_create(dead_name, 1 << 20, &err);
+    live_ring = hm_ring_create(live_name, 1 << 20, &err);
+    CHECK(dead_ring != NULL && live_ring != NULL);
+    CHECK(hm_ring_sweep_stale("/dev/shm", &bytes) >= 1);
+    CHECK(bytes >= (1 << 20));
+    snprintf(path, sizeof path, "/dev/shm%s", dead_name);
+    CHECK(access(path, F_OK) != 0);
+    snprintf(path, sizeof path, "/dev/shm%s", live_name);
+    CHECK(access(path, F_OK) == 0);
+    /* The swept ring's mapping stays valid for whoever holds it. */
+    if (dead_ring)
+        CHECK_EQ_INT(hm_ring_write(dead_ring, HM_RING_STRING, "xxxxxxxx", 8), 0);
+    hm_ring_close(dead_ring);   /* its unlink now finds nothing: fine */
+    hm_ring_close(live_ring);
+    CHECK(access(path, F_OK) != 0);
+    CHECK_EQ_INT(hm_ring_sweep_stale("/nonexistent-dir", &bytes), 0);
+}
+
 int main(void)
 {
     test_round_trip();
@@ -578,6 +616,7 @@ int main(void)
     test_errors_and_helpers();
     test_not_a_ring();
     test_tool_producer();
+    test_sweep_stale();
     run_threads(96 << 20, 1);   /* room for everything: no loss */
     run_threads(256 << 10, 0);  /* small: drops, accounted exactly */
     return hm_test_done();
