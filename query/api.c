@@ -41,14 +41,11 @@ static int reply_error(struct qry_call *c, int status, const char *fmt, ...)
 {
     char msg[700];
     va_list ap;
-    cJSON *doc = cJSON_CreateObject();
 
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    cJSON_AddStringToObject(doc, "error", msg);
-    reply_text(c, status, cJSON_PrintUnformatted(doc));
-    cJSON_Delete(doc);
+    reply_text(c, status, qry_error_json(msg));
     c->cacheable = false;
     return -1;
 }

@@ -212,6 +212,17 @@ void qry_buf_puts(struct qry_buf *b, const char *s)
     qry_buf_put(b, s, strlen(s));
 }
 
+char *qry_error_json(const char *msg)
+{
+    cJSON *doc = cJSON_CreateObject();
+    char *text;
+
+    cJSON_AddStringToObject(doc, "error", msg);
+    text = cJSON_PrintUnformatted(doc);
+    cJSON_Delete(doc);
+    return text;
+}
+
 void qry_buf_free(struct qry_buf *b)
 {
     free(b->p);

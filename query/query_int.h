@@ -59,6 +59,10 @@ void qry_buf_puts(struct qry_buf *b, const char *s);
 void qry_buf_put(struct qry_buf *b, const char *s, size_t n);   /* n bytes of s */
 void qry_buf_free(struct qry_buf *b);
 
+/* {"error": msg} as owned text, the body of every error answer; NULL when
+ * out of memory. */
+char *qry_error_json(const char *msg);
+
 /* ---- timeline level of detail (timeline.c) ---- */
 
 #define QRY_LOD_MAX_PER_COL 4   /* narrow slices per pixel column before summarising */

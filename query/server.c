@@ -111,12 +111,8 @@ static void send_json(struct evhttp_request *req, int status, const char *json, 
 
 static void send_error(struct evhttp_request *req, int status, const char *msg)
 {
-    cJSON *doc = cJSON_CreateObject();
-    char *text;
+    char *text = qry_error_json(msg);
 
-    cJSON_AddStringToObject(doc, "error", msg);
-    text = cJSON_PrintUnformatted(doc);
-    cJSON_Delete(doc);
     if (status == 401)
         evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate", "Bearer");
     send_body(req, status, "application/json", text ? text : "{}", text ? strlen(text) : 2, true);

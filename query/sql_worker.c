@@ -65,18 +65,6 @@ struct qry_sqlw {
     struct job jobs[QRY_SQLW_MAX_RUNNING];
 };
 
-/* {"error": msg} as owned text (NULL when out of memory). */
-static char *error_json(const char *msg)
-{
-    cJSON *doc = cJSON_CreateObject();
-    char *text;
-
-    cJSON_AddStringToObject(doc, "error", msg);
-    text = cJSON_PrintUnformatted(doc);
-    cJSON_Delete(doc);
-    return text;
-}
-
 static void send_error(struct qry_sqlw *w, struct evhttp_request *req, int status, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 static void send_error(struct qry_sqlw *w, struct evhttp_request *req, int status, const char *fmt, ...)
@@ -87,7 +75,7 @@ static void send_error(struct qry_sqlw *w, struct evhttp_request *req, int statu
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    text = error_json(msg);
+    text = qry_error_json(msg);
     w->reply(req, text ? status : 500, text ? text : "{}", text ? strlen(text) : 2);
     free(text);
 }
@@ -148,7 +136,7 @@ static void child_run(const struct qry_sqlw *w, int fd, const char *body, size_t
         qry_api_dispatch(&h, &c);
     } else {   /* as server.c answers a file it cannot read */
         c.status = 503;
-        c.out = error_json(err.msg);
+        c.out = qry_error_json(err.msg);
     }
     if (!c.out)
         c.status = 500, c.out = strdup("{\"error\":\"out of memory\"}");
@@ -214,7 +202,7 @@ static void job_kill(struct job *j)
  * not 0), closes the pipe. */
 static void job_stop(struct job *j, int status, const char *msg)
 {
-    char *text = status ? error_json(msg) : NULL;
+    char *text = status ? qry_error_json(msg) : NULL;
 
     job_kill(j);
     if (status)
