@@ -95,8 +95,7 @@ int xr_robust_fit(const double *xs, const double *ys, size_t n, double *slope, d
     return 0;
 }
 
-/* Is the op an NxN collective, where every rank waits for every other? */
-static int is_nxn(const char *op)
+int xr_op_is_nxn(const char *op)
 {
     static const char *const rooted[] = {"broadcast", "reduce", "scatter", "gather", NULL};
     for (int i = 0; rooted[i]; i++)
@@ -152,7 +151,7 @@ static int gather(struct xr_ctx *x, int r, const int *fitted, struct samples *s)
     for (size_t i = 0; i < x->inst.n; i++) {
         const struct xr_inst *in = &x->inst.v[i];
         struct xr_coll *me, *q;
-        if (in->n < 2 || !is_nxn(xr_name(x, in->op)) || !(me = member_of(x, in, r)) ||
+        if (in->n < 2 || !xr_op_is_nxn(xr_name(x, in->op)) || !(me = member_of(x, in, r)) ||
             !(q = partner(x, in, r, fitted)))
             continue;
         if (s->ref < 0)
@@ -259,6 +258,29 @@ static int keep_clock(struct xr_ctx *x, struct mrg_writer *w, int r, int64_t bou
     return rc;
 }
 
+/* Error bound of a fit's correction from n samples of scatter sigma. */
+static int64_t fit_uncertainty(double sigma, size_t n)
+{
+    int64_t u = (int64_t)ceil(3 * sigma / sqrt((double)n));
+    return u < FLOOR_UNCERTAINTY_NS ? FLOOR_UNCERTAINTY_NS : u;
+}
+
+int xr_clock_guess(const double *xs, const double *ys, size_t n, int64_t *shift)
+{
+    double slope, offset, sigma;
+    int64_t c;
+
+    *shift = 0;
+    if (n < XR_CLOCK_MIN_SAMPLES)
+        return 0;
+    if (xr_robust_fit(xs, ys, n, &slope, &offset, &sigma))
+        return HM_ENOMEM;
+    c = (int64_t)llround(offset);
+    if (slope == 0 && llabs(c) > fit_uncertainty(sigma, n))
+        *shift = c;
+    return 0;
+}
+
 /* Fits rank r from s; applies the fit when it is significant (offline). */
 static int fit_rank(struct xr_ctx *x, struct mrg_writer *w, int r, struct samples *s,
                     struct lin *fits, struct hm_err *err)
@@ -280,9 +302,7 @@ static int fit_rank(struct xr_ctx *x, struct mrg_writer *w, int r, struct sample
     c->drift_ppm = l.slope * 1e6;
     c->before_ns = (int64_t)llround(median(tmp, s->n));
     c->resid_ns = (int64_t)llround(sigma);
-    c->uncertainty_ns = (int64_t)ceil(3 * sigma / sqrt((double)s->n));
-    if (c->uncertainty_ns < FLOOR_UNCERTAINTY_NS)
-        c->uncertainty_ns = FLOOR_UNCERTAINTY_NS;
+    c->uncertainty_ns = fit_uncertainty(sigma, s->n);
     free(tmp);
     worst = llabs(lin_at(&l, s->x0));
     if (llabs(lin_at(&l, s->x0 + (int64_t)s->xs[s->n - 1])) > worst)
@@ -320,7 +340,18 @@ static int reference_rank(struct xr_ctx *x)
     return ref;
 }
 
-/* Re-times the data of every rank with an applied fit, in one pass. */
+/* No correction: takes a guessed shift back out. */
+static int64_t zero_at(void *ctx, int64_t t)
+{
+    (void)ctx;
+    (void)t;
+    return 0;
+}
+
+/* Re-times, in one pass, the data of every rank whose rows are not yet at
+ * their final times: rows carry the writer's guessed shift (0 when none)
+ * and must end at the applied fit's times, or unmoved when none was
+ * applied. A guess equal to a fit without drift leaves the rank alone. */
 static int retime(struct xr_ctx *x, struct mrg_writer *w, struct lin *fits, struct hm_err *err)
 {
     struct mrg_realign_rank *ra = calloc((size_t)x->nranks + 1, sizeof *ra);
@@ -328,11 +359,18 @@ static int retime(struct xr_ctx *x, struct mrg_writer *w, struct lin *fits, stru
 
     if (!ra)
         return hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
-    for (int r = 0; r < x->nranks; r++)
+    for (int r = 0; r < x->nranks; r++) {
+        int64_t shift = mrg_writer_time_shift(w, r);
         if (x->clock[r].applied) {
-            ra[r] = (struct mrg_realign_rank){0, lin_at, &fits[r]};
+            if (fits[r].slope == 0 && lin_at(&fits[r], fits[r].ref) == shift)
+                continue;
+            ra[r] = (struct mrg_realign_rank){shift, lin_at, &fits[r]};
+            any = 1;
+        } else if (shift != 0) {
+            ra[r] = (struct mrg_realign_rank){shift, zero_at, NULL};
             any = 1;
         }
+    }
     rc = any ? mrg_writer_realign_all(w, ra, x->nranks, err) : 0;
     free(ra);
     return rc;
@@ -480,7 +518,7 @@ int xr_clock_condition(struct xr_ctx *x, struct hm_err *err)
     xr_sort(idx, n, sizeof *idx, cmp_last_enter);
     for (size_t i = 0; i < n; i++) {
         const struct xr_inst *in = &x->inst.v[idx[i]];
-        if (in->n >= 2 && is_nxn(xr_name(x, in->op)))
+        if (in->n >= 2 && xr_op_is_nxn(xr_name(x, in->op)))
             repair_instance(x, in, st, unc);
     }
     free(idx);

@@ -1,5 +1,6 @@
 /* Cross-rank analyses driver (API in cross_rank.h): loads what the stages
- * need of each rank from the database being written, then runs them in
+ * need of each rank from the database being written (or takes the view
+ * offline ingest tapped while writing), then runs them in
  * order, each one using what the one before left in the context:
  *   load view -> collect logical collectives -> match instances ->
  *   clock refine / check (may re-time the data) -> clock condition repair ->
@@ -228,10 +229,11 @@ static int view_row(struct xr_ctx *x, sqlite3_stmt *st)
         return 0;
     if (gpu && (cat == HM_CAT_KERNEL || cat == HM_CAT_GPU_MEMCPY || cat == HM_CAT_GPU_MEMSET)) {
         struct xr_gpu *g = HM_VEC_PUSH(r->gpu);
+        int64_t name = cat == HM_CAT_KERNEL ? sqlite3_column_int64(st, 8) : 0;
         if (!g)
             return HM_ENOMEM;
-        *g = (struct xr_gpu){ts, end, xr_col_opt(st, 7),
-                             cat == HM_CAT_KERNEL ? kclass_of(x, sqlite3_column_int64(st, 8)) : XR_MEM};
+        *g = (struct xr_gpu){ts, end, xr_col_opt(st, 7), name,
+                             cat == HM_CAT_KERNEL ? kclass_of(x, name) : XR_MEM};
     } else if (!gpu && (cat == HM_CAT_CUDA_RUNTIME || cat == HM_CAT_CUDA_DRIVER)) {
         struct xr_launch *l;
         if (sqlite3_column_type(st, 7) == SQLITE_NULL)
@@ -247,6 +249,89 @@ static int view_row(struct xr_ctx *x, sqlite3_stmt *st)
                                xr_col_opt(st, 8), xr_col_opt(st, 9)};
     }
     return 0;
+}
+
+/* view_row's choice, made on a row as the writer stores it. */
+void xr_view_tap(void *ctx, const struct mrg_slice_row *row)
+{
+    struct xr_view *v = ctx;
+    struct xr_rank *r;
+    int cat = row->cat;
+    int64_t end;
+
+    if (v->broken || row->rank < 0)
+        return;
+    if (row->rank >= v->nranks) {
+        int n = row->rank + 8;
+        struct xr_rank *k = realloc(v->ranks, (size_t)n * sizeof *k);
+        if (!k) {
+            v->broken = 1;
+            return;
+        }
+        memset(k + v->nranks, 0, (size_t)(n - v->nranks) * sizeof *k);
+        v->ranks = k;
+        v->nranks = n;
+    }
+    r = &v->ranks[row->rank];
+    /* SQLite gives an overflowing ts + dur as a REAL: leave that to it. */
+    if (__builtin_add_overflow(row->ts, row->dur, &end)) {
+        v->broken = 1;
+        return;
+    }
+    if (row->gpu && (cat == HM_CAT_KERNEL || cat == HM_CAT_GPU_MEMCPY || cat == HM_CAT_GPU_MEMSET)) {
+        struct xr_gpu *g = HM_VEC_PUSH(r->gpu);
+        if (g)
+            *g = (struct xr_gpu){row->ts, end, row->correlation,
+                                 cat == HM_CAT_KERNEL ? row->name : 0,
+                                 cat == HM_CAT_KERNEL ? -1 : XR_MEM};
+        v->broken |= !g;
+    } else if (!row->gpu && (cat == HM_CAT_CUDA_RUNTIME || cat == HM_CAT_CUDA_DRIVER)) {
+        struct xr_launch *l;
+        if (row->correlation == HM_NONE)
+            return;
+        l = HM_VEC_PUSH(r->launches);
+        if (l)
+            *l = (struct xr_launch){row->ts, row->correlation, row->track};
+        v->broken |= !l;
+    } else if (!row->gpu && (cat == HM_CAT_USER_ANNOTATION || cat == HM_CAT_NVTX)) {
+        struct xr_annot *a = HM_VEC_PUSH(r->annots);
+        if (a)
+            *a = (struct xr_annot){row->id, row->ts, end, row->track,
+                                   row->name ? row->name : HM_NONE, row->iteration};
+        v->broken |= !a;
+    }
+}
+
+void xr_view_free(struct xr_view *v)
+{
+    if (!v)
+        return;
+    for (int i = 0; i < v->nranks; i++) {
+        HM_VEC_FREE(v->ranks[i].gpu);
+        HM_VEC_FREE(v->ranks[i].launches);
+        HM_VEC_FREE(v->ranks[i].annots);
+    }
+    free(v->ranks);
+    *v = (struct xr_view){0};
+}
+
+/* Moves the tapped view into x (what the view query would have loaded). */
+static void adopt_view(struct xr_ctx *x)
+{
+    struct xr_view *v = x->view;
+
+    for (int i = 0; i < v->nranks && i < x->nranks; i++) {
+        struct xr_rank *r = &x->ranks[i], *k = &v->ranks[i];
+        r->gpu = k->gpu;
+        r->launches = k->launches;
+        r->annots = k->annots;
+        memset(&k->gpu, 0, sizeof k->gpu);
+        memset(&k->launches, 0, sizeof k->launches);
+        memset(&k->annots, 0, sizeof k->annots);
+        for (size_t g = 0; g < r->gpu.n; g++)
+            if (r->gpu.v[g].kclass < 0)
+                r->gpu.v[g].kclass = kclass_of(x, r->gpu.v[g].name);
+    }
 }
 
 static int cmp_gpu(const void *pa, const void *pb)
@@ -362,18 +447,22 @@ static int load_steps(struct xr_ctx *x, struct hm_err *err)
 static int load_view(struct xr_ctx *x, struct hm_err *err)
 {
     sqlite3_stmt *st = NULL;
-    int rc = xr_prepare(x, hm_sql_xrank_view, &st, err), s;
+    int rc, s;
 
-    if (rc)
-        return rc;
-    while ((s = sqlite3_step(st)) == SQLITE_ROW)
-        if (view_row(x, st)) {
-            sqlite3_finalize(st);
-            return hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory loading the ranks");
-        }
-    sqlite3_finalize(st);
-    if (s != SQLITE_DONE)
-        return xr_sql_fail(x, err, "loading the ranks");
+    if (x->view && !x->view->broken) {
+        adopt_view(x);
+    } else {
+        if ((rc = xr_prepare(x, hm_sql_xrank_view, &st, err)))
+            return rc;
+        while ((s = sqlite3_step(st)) == SQLITE_ROW)
+            if (view_row(x, st)) {
+                sqlite3_finalize(st);
+                return hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory loading the ranks");
+            }
+        sqlite3_finalize(st);
+        if (s != SQLITE_DONE)
+            return xr_sql_fail(x, err, "loading the ranks");
+    }
     for (int i = 0; i < x->nranks; i++) {
         struct xr_rank *r = &x->ranks[i];
         xr_sort(r->gpu.v, r->gpu.n, sizeof *r->gpu.v, cmp_gpu);
@@ -408,6 +497,41 @@ static void ctx_free(struct xr_ctx *x)
     hm_strtab_free(x->names);
 }
 
+/* Takes the writer's guessed shifts out of what was loaded, so that the
+ * stages see each rank's times as written without a guess and decide
+ * exactly as they would then (a uniform shift per rank keeps every
+ * within-rank order the loads and the grouping of collectives rely on);
+ * the re-timing at the end of clock refinement settles the rows. */
+static int unshift_guesses(struct xr_ctx *x, const struct mrg_writer *w)
+{
+    for (int i = 0; i < x->nranks; i++) {
+        struct xr_rank *r = &x->ranks[i];
+        int64_t d = mrg_writer_time_shift(w, i);
+        if (d == 0)
+            continue;
+        for (size_t k = 0; k < r->gpu.n; k++) {
+            r->gpu.v[k].ts -= d;
+            r->gpu.v[k].end -= d;
+        }
+        for (size_t k = 0; k < r->launches.n; k++)
+            r->launches.v[k].ts -= d;
+        for (size_t k = 0; k < r->annots.n; k++) {
+            r->annots.v[k].ts -= d;
+            r->annots.v[k].end -= d;
+        }
+        for (size_t k = 0; k < r->steps.n; k++) {
+            r->steps.v[k].ts -= d;
+            r->steps.v[k].end -= d;
+        }
+        for (size_t k = 0; k < x->coll.n; k++)
+            if (x->coll.v[k].rank == i) {
+                x->coll.v[k].enter -= d;
+                x->coll.v[k].exit -= d;
+            }
+    }
+    return 0;
+}
+
 /* HTAMERGE_STATS=1 prints each stage's time (for the benchmarks). */
 #define STAGE(call)                                                                       \
     do {                                                                                  \
@@ -426,6 +550,7 @@ static int run_stages(struct xr_ctx *x, struct mrg_writer *w, struct hm_err *err
     if (x->nranks > 0)
         STAGE(load_view(x, err));
     STAGE(xr_match_collect(x, err));
+    STAGE(unshift_guesses(x, w));
     STAGE(xr_match_build(x, err));
     STAGE(xr_clock_refine(x, w, err));
     STAGE(xr_clock_condition(x, err));
@@ -441,7 +566,13 @@ static int run_stages(struct xr_ctx *x, struct mrg_writer *w, struct hm_err *err
 int mrg_cross_rank_finish(struct mrg_writer *w, const struct mrg_cross_rank_opts *opts,
                           struct hm_err *err)
 {
-    struct xr_ctx x = {0};
+    return xr_finish(w, opts, NULL, err);
+}
+
+int xr_finish(struct mrg_writer *w, const struct mrg_cross_rank_opts *opts, struct xr_view *view,
+              struct hm_err *err)
+{
+    struct xr_ctx x = {.view = view};
     int rc = mrg_writer_flush(w, err);
 
     if (rc)

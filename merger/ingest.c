@@ -22,6 +22,9 @@
 #include "cross_rank.h"
 #include "writer.h"
 #include "common/monotime.h"
+#include "common/strtab.h"
+#include "cross_rank_int.h"
+#include "match.h"
 
 struct pool {
     char *const *files;          /* borrowed */
@@ -141,6 +144,146 @@ static void count_batch(struct mrg_ingest_stats *st, const struct hm_batch *b, c
         st->bytes_in += (uint64_t)sb.st_size;
 }
 
+/* --- Clock guess ------------------------------------------------------------
+ * Clock refinement re-times every row of a rank whose clock it corrects,
+ * which costs about as much as writing the rows. So before a rank is
+ * written, its correction is guessed the way refinement will find it: the
+ * rank's NxN collectives timed by their GPU rows are matched with the
+ * reference rank's (the first one stored) by (pg, seq), or else by their
+ * order within (pg, op, size, step), and the exit differences go through
+ * the same fit. The rows are written with the guess; refinement undoes it
+ * before deciding anything and re-times only ranks guessed wrong, so a
+ * wrong guess costs what refinement cost without one. */
+
+struct mrg_guess_call {
+    uint64_t key;        /* which call across ranks */
+    uint64_t group;      /* unkeyed: hash of (pg, op, size, step); 0 keyed */
+    int64_t enter, exit; /* aligned ns as written without a shift */
+    size_t idx;          /* collectives index: order among equal enters */
+};
+
+static int cmp_guess_order(const void *pa, const void *pb)
+{
+    const struct mrg_guess_call *a = pa, *b = pb;
+    if (a->group != b->group)
+        return a->group < b->group ? -1 : 1;
+    if (a->enter != b->enter)
+        return a->enter < b->enter ? -1 : 1;
+    return (a->idx > b->idx) - (a->idx < b->idx);
+}
+
+static int cmp_guess_key(const void *pa, const void *pb)
+{
+    const struct mrg_guess_call *a = pa, *b = pb;
+    return (a->key > b->key) - (a->key < b->key);
+}
+
+static const char *bstr(const struct hm_batch *b, hm_strid id)
+{
+    const char *t = id ? hm_batch_str(b, id) : NULL;
+    return t ? t : "";
+}
+
+static uint64_t hash_text(const char *s)
+{
+    return hm_hash_bytes(s, strlen(s));
+}
+
+/* b's NxN GPU-timed calls, keyed; *out owned by the caller. */
+static int guess_calls(const struct hm_batch *b, struct mrg_guess_call **out, size_t *nout)
+{
+    int64_t base = b->info.base_time_ns != HM_NONE ? b->info.base_time_ns : 0;
+    struct mrg_guess_call *v = malloc((b->collectives.n + 1) * sizeof *v);
+    size_t n = 0;
+    char op[128], key[768];
+
+    if (!v)
+        return HM_ENOMEM;
+    for (size_t i = 0; i < b->collectives.n; i++) {
+        const struct hm_collective *c = &b->collectives.v[i];
+        const struct hm_slice *s = c->slice < b->slices.n ? &b->slices.v[c->slice] : NULL;
+        const char *pg = bstr(b, c->pg_name), *comm = bstr(b, c->comms_id);
+        struct mrg_guess_call *g = &v[n];
+        if (!s || s->track >= b->tracks.n || b->tracks.v[s->track].kind != HM_TRACK_GPU_STREAM)
+            continue;
+        xr_op_normalise(bstr(b, c->op), op, sizeof op);
+        if (!op[0] || !strcmp(op, "wait") || !xr_op_is_nxn(op))
+            continue;
+        *g = (struct mrg_guess_call){0, 0, s->ts + base, s->ts + s->dur + base, i};
+        if (c->seq != HM_NONE && (pg[0] || comm[0])) {
+            snprintf(key, sizeof key, "%s|%s|%lld", pg[0] ? "pg" : "comm", pg[0] ? pg : comm,
+                     (long long)c->seq);
+            g->key = hash_text(key);
+        } else {
+            snprintf(key, sizeof key, "order|%s|%s|%lld|%d", pg, op, (long long)c->in_nelems,
+                     (int)s->iteration);
+            g->group = hash_text(key) | 1;
+        }
+        n++;
+    }
+    qsort(v, n, sizeof *v, cmp_guess_order);
+    for (size_t i = 0, k = 0; i < n; i++) {
+        k = i > 0 && v[i].group == v[i - 1].group ? k + 1 : 0;
+        if (v[i].group) {
+            snprintf(key, sizeof key, "%llx#%zu", (unsigned long long)v[i].group, k);
+            v[i].key = hash_text(key);
+        }
+    }
+    qsort(v, n, sizeof *v, cmp_guess_key);
+    *out = v;
+    *nout = n;
+    return 0;
+}
+
+/* Guesses b's correction against the reference (b becomes the reference
+ * when there is none yet) and hands it to the writer. */
+static int guess_shift(struct mrg_store *p, const struct hm_batch *b, struct hm_err *err)
+{
+    struct mrg_clock_guess *g = &p->guess;
+    struct mrg_guess_call *v = NULL;
+    double *xs = NULL, *ys = NULL;
+    int64_t *ex = NULL, x0 = INT64_MAX, shift = 0;
+    size_t n = 0, m = 0;
+    int rc;
+
+    if (!g->on || b->info.rank == g->ref)
+        return 0;
+    if ((rc = guess_calls(b, &v, &n)))
+        return hm_err_set(err, rc, NULL, -1, "out of memory");
+    if (g->ref < 0 && n > 0) {
+        g->ref = b->info.rank;
+        g->calls = v;
+        g->n = n;
+        return 0;
+    }
+    xs = malloc((n + 1) * sizeof *xs);
+    ys = malloc((n + 1) * sizeof *ys);
+    ex = malloc((n + 1) * sizeof *ex);
+    rc = xs && ys && ex ? 0 : HM_ENOMEM;
+    /* A reference above this rank is not the one refinement will take. */
+    for (size_t i = 0; rc == 0 && g->ref >= 0 && g->ref < b->info.rank && i < n; i++) {
+        struct mrg_guess_call *q = bsearch(&v[i], g->calls, g->n, sizeof *q, cmp_guess_key);
+        if (!q)
+            continue;
+        ex[m] = v[i].exit;
+        ys[m++] = (double)(q->exit - v[i].exit);
+        x0 = v[i].exit < x0 ? v[i].exit : x0;
+    }
+    for (size_t i = 0; i < m; i++)
+        xs[i] = (double)(ex[i] - x0);
+    if (rc == 0)
+        rc = xr_clock_guess(xs, ys, m, &shift);
+    if (rc == 0 && shift != 0)
+        rc = mrg_writer_set_time_shift(p->w, b->info.rank, shift, err);
+    else if (rc)
+        rc = hm_err_set(err, rc, NULL, -1, "out of memory");
+    free(v);
+    free(xs);
+    free(ys);
+    free(ex);
+    return rc;
+}
+
 int mrg_store_slot(struct mrg_store *p, size_t i, struct mrg_slot *s, struct hm_err *err)
 {
     struct mrg_writer *w = p->w;
@@ -156,7 +299,9 @@ int mrg_store_slot(struct mrg_store *p, size_t i, struct mrg_slot *s, struct hm_
         rc = resolve_rank(p, i, s->batch, &s->err);
     if (rc == 0) {
         s->res[0].rank = s->res[1].rank = s->batch->info.rank;
-        rc = mrg_writer_add_batch(w, s->batch, &s->err);
+        rc = guess_shift(p, s->batch, &s->err);
+        if (rc == 0)
+            rc = mrg_writer_add_batch(w, s->batch, &s->err);
         if (rc == 0)
             rc = mrg_writer_add_analysis(w, &s->res[0], "hta", &s->err);
         if (rc == 0)
@@ -221,18 +366,22 @@ int mrg_ingest_write_meta(struct mrg_writer *w, const struct mrg_ingest_opts *op
 static int drain(struct pool *p, struct mrg_writer *w, struct mrg_ingest_stats *st,
                  uint64_t total, struct hm_err *err)
 {
-    struct mrg_store store = {.files = p->files, .nfiles = p->nfiles, .opts = p->opts, .w = w, .st = st};
+    struct mrg_store store = {.files = p->files, .nfiles = p->nfiles, .opts = p->opts, .w = w, .st = st,
+                              .guess = {.on = 1, .ref = -1}};
     int rc = 0;
+    double t_busy = 0;
 
     for (size_t i = 0; i < p->nfiles && rc == 0; i++) {
         pthread_mutex_lock(&p->mu);
         while (p->slots[i].state != 2)
             pthread_cond_wait(&p->cv, &p->mu);
         pthread_mutex_unlock(&p->mu);
+        t_busy -= hm_mono_s();
         rc = mrg_store_slot(&store, i, &p->slots[i], err);
         if (p->slots[i].batch)
             st->bytes_json += p->slots[i].batch->source_bytes;
         mrg_release_slot(&p->slots[i]);
+        t_busy += hm_mono_s();
         pthread_mutex_lock(&p->mu);
         p->written = i + 1;
         if (rc != 0)
@@ -243,17 +392,31 @@ static int drain(struct pool *p, struct mrg_writer *w, struct mrg_ingest_stats *
             p->opts->progress(p->opts->progress_ctx, st, total, 0);
     }
     free(store.ranks.owner);
+    free(store.guess.calls);
+    if (getenv("HTAMERGE_STATS"))
+        fprintf(stderr, "htamerge-stats: ingest writer busy while parsing %.3f s\n", t_busy);
     return rc;
+}
+
+/* HTAMERGE_STATS=1 prints each phase's wall time (for the benchmarks). */
+static void phase_done(const char *what, double *since)
+{
+    double now = hm_mono_s();
+
+    if (getenv("HTAMERGE_STATS"))
+        fprintf(stderr, "htamerge-stats: ingest %-22s %.3f s\n", what, now - *since);
+    *since = now;
 }
 
 int mrg_ingest(char *const *files, size_t nfiles, const struct mrg_ingest_opts *opts,
                struct mrg_ingest_stats *stats, struct hm_err *err)
 {
     struct pool p = {.files = files, .nfiles = nfiles, .opts = opts};
+    struct xr_view view = {0};
     struct mrg_writer *w = NULL;
     pthread_t *th = NULL;
     int njobs = opts->jobs > 0 ? opts->jobs : default_jobs(), started = 0, rc;
-    double t0 = hm_mono_s();
+    double t0 = hm_mono_s(), t_phase = t0;
     uint64_t total = total_bytes(files, nfiles);
 
     memset(stats, 0, sizeof *stats);
@@ -273,6 +436,8 @@ int mrg_ingest(char *const *files, size_t nfiles, const struct mrg_ingest_opts *
         rc = err->code ? err->code : HM_EIO;
         goto out_free;
     }
+    /* The analyses' view of the slices, gathered as they are written. */
+    mrg_writer_set_slice_tap(w, xr_view_tap, &view);
     pthread_mutex_init(&p.mu, NULL);
     pthread_cond_init(&p.cv, NULL);
     for (; started < njobs; started++)
@@ -283,12 +448,16 @@ int mrg_ingest(char *const *files, size_t nfiles, const struct mrg_ingest_opts *
         goto out_abort;
     }
     rc = drain(&p, w, stats, total, err);
+    phase_done("parse and write", &t_phase);
     if (rc == 0 && stats->ranks == 0)
         rc = hm_err_set(err, HM_EFORMAT, NULL, -1, "none of the %zu files could be read", nfiles);
     if (rc == 0)
         rc = mrg_ingest_write_meta(w, opts, "htamerge ingest", err);
+    mrg_writer_set_slice_tap(w, NULL, NULL);
     if (rc == 0)
-        rc = mrg_cross_rank_finish(w, NULL, err);
+        rc = xr_finish(w, NULL, &view, err);
+    xr_view_free(&view);
+    phase_done("cross-rank analyses", &t_phase);
 
 out_abort:
     pthread_mutex_lock(&p.mu);
@@ -305,7 +474,9 @@ out_abort:
         rc = mrg_writer_finish(w, err);
     else
         mrg_writer_abort(w);
+    phase_done("indexes and close", &t_phase);
 out_free:
+    xr_view_free(&view);
     free(th);
     free(p.slots);
     stats->seconds = hm_mono_s() - t0;

@@ -26,6 +26,16 @@ struct rank_map {
     size_t cap;
 };
 
+/* Offline ingest's guess of each rank's collective-based clock correction,
+ * made from its batch before it is written (ingest.c, guess_shift): a
+ * right guess spares clock refinement the re-timing of the rank's rows. */
+struct mrg_clock_guess {
+    int on;                       /* 0: every rank is written unshifted */
+    int ref;                      /* rank the guesses are relative to; -1 none yet */
+    struct mrg_guess_call *calls; /* owned: ref's calls, sorted by key */
+    size_t n;
+};
+
 struct mrg_store {
     char *const *files;           /* borrowed, sorted */
     size_t nfiles;
@@ -33,6 +43,7 @@ struct mrg_store {
     struct mrg_writer *w;         /* borrowed */
     struct mrg_ingest_stats *st;  /* borrowed */
     struct rank_map ranks;        /* owned: free(ranks.owner) */
+    struct mrg_clock_guess guess; /* owned when guess.on: free(guess.calls) */
 };
 
 /* Stores file i (analysing it first if needed); a failed file is skipped

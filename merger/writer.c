@@ -148,6 +148,7 @@ struct rank_state {
     uint64_t batches;
     struct rank_clock clk;
     int64_t base_seen;       /* base_time_ns of its first batch that had one */
+    int64_t shift_ns;        /* guessed clock correction its rows carry (set_time_shift) */
     int64_t pid;
     int32_t world_size;
     uint32_t trace_flags;    /* HM_INFO_F_* of its batches, or-ed */
@@ -192,6 +193,8 @@ struct mrg_writer {
     int failed;                      /* 1 after a failed call */
     int live;                        /* written in place, WAL, committed as it goes */
     int reopened;                    /* mrg_writer_reopen: an existing file, analyses only */
+    void (*tap)(void *ctx, const struct mrg_slice_row *row); /* mrg_writer_set_slice_tap */
+    void *tap_ctx;
     uint32_t strings_written;        /* ids below this are rows of `strings` */
     int oom;                         /* a string could not be interned */
     struct mrg_writer_stats stats;
@@ -423,6 +426,23 @@ int mrg_writer_set_clock(struct mrg_writer *w, int rank, int64_t base_ns, int64_
     return 0;
 }
 
+int mrg_writer_set_time_shift(struct mrg_writer *w, int rank, int64_t shift_ns, struct hm_err *err)
+{
+    int rc = check_rank(w, rank, err);
+
+    if (rc)
+        return rc;
+    if (w->ranks[rank].batches)
+        return fail(w, err, HM_EINVAL, rank, "time shift set after the rank's first batch");
+    w->ranks[rank].shift_ns = shift_ns;
+    return 0;
+}
+
+int64_t mrg_writer_time_shift(const struct mrg_writer *w, int rank)
+{
+    return rank >= 0 && rank < w->nranks && w->ranks[rank].known ? w->ranks[rank].shift_ns : 0;
+}
+
 int mrg_writer_set_rank_complete(struct mrg_writer *w, int rank, int complete,
                                  struct hm_err *err)
 {
@@ -441,7 +461,7 @@ static int64_t align_ts(const struct bctx *c, int64_t raw)
 
     if (k->drift_ppm != 0.0)
         t = add_wrap(t, (int64_t)(k->drift_ppm * 1e-6 * (double)add_wrap(raw, -k->ref_ns)));
-    return t;
+    return add_wrap(t, c->r->shift_ns);
 }
 
 static void keep_sid(hm_strid *dst, hm_strid v)
@@ -677,6 +697,36 @@ static int64_t slice_id(const struct mrg_writer *w, const struct bctx *c, uint32
     return c->first + w->sc.pos[i];
 }
 
+/* Tells the slice tap the batch's slices, as bind_slice stored them. */
+static void tap_slices(struct mrg_writer *w, const struct bctx *c)
+{
+    const struct hm_batch *b = c->b;
+
+    for (size_t k = 0; k < b->slices.n; k++) {
+        const struct hm_slice *s = &b->slices.v[w->sc.keys[k].idx];
+        struct mrg_slice_row row = {
+            .rank = c->rank,
+            .gpu = b->tracks.v[s->track].kind == HM_TRACK_GPU_STREAM,
+            .cat = s->cat < HM_CAT__COUNT ? s->cat : HM_CAT_OTHER,
+            .id = c->first + (int64_t)k,
+            .track = w->sc.tmap[s->track],
+            .ts = align_ts(c, s->ts),
+            .correlation = s->correlation,
+            .name = gstr(w, b, s->name),
+            .iteration = s->iteration,
+        };
+        row.dur = c->drift ? align_ts(c, add_wrap(s->ts, s->dur)) - row.ts : s->dur;
+        w->tap(w->tap_ctx, &row);
+    }
+}
+
+void mrg_writer_set_slice_tap(struct mrg_writer *w, void (*tap)(void *ctx, const struct mrg_slice_row *row),
+                              void *ctx)
+{
+    w->tap = tap;
+    w->tap_ctx = ctx;
+}
+
 static int insert_slices(struct mrg_writer *w, struct bctx *c, struct hm_err *err)
 {
     size_t i = 0, n = c->b->slices.n;
@@ -703,6 +753,8 @@ static int insert_slices(struct mrg_writer *w, struct bctx *c, struct hm_err *er
     }
     w->stats.slices += n;
     w->stats.rows += n;
+    if (w->tap)
+        tap_slices(w, c);
     return 0;
 }
 

@@ -68,6 +68,33 @@ int mrg_writer_set_clock(struct mrg_writer *w, int rank, int64_t base_ns, int64_
                          double drift_ppm, int64_t ref_ns, const char *method,
                          int64_t uncertainty_ns, struct hm_err *err);
 
+/* Adds shift_ns to every time of rank's rows (slices, collectives,
+ * counters, steps), on top of its clock; the ranks row does not show it.
+ * Offline ingest sets its guess of the collective-based correction here,
+ * so that a right guess leaves nothing to re-time (mrg_writer_realign_all
+ * then takes it as applied_offset_ns). Before the rank's first batch
+ * (HM_EINVAL after). _time_shift: the rank's shift, 0 when none. */
+int mrg_writer_set_time_shift(struct mrg_writer *w, int rank, int64_t shift_ns, struct hm_err *err);
+int64_t mrg_writer_time_shift(const struct mrg_writer *w, int rank);
+
+/* One slice as it is written, with what the cross-rank view reads of it
+ * (merger/cross_rank.c): NULL correlation / iteration are HM_NONE, no name
+ * is 0. */
+struct mrg_slice_row {
+    int rank;
+    int gpu;             /* its track is a GPU stream */
+    int cat;             /* enum hm_cat */
+    int64_t id, track, ts, dur, correlation, name, iteration;
+};
+
+/* Calls tap(ctx, row) for every slice of the batches added from now on,
+ * in id order, once the batch's slices are stored; later changes to the
+ * rows (re-timing, iterations) are not told. Offline ingest uses it to
+ * hand the cross-rank analyses their view without reading it back.
+ * tap NULL stops it. */
+void mrg_writer_set_slice_tap(struct mrg_writer *w, void (*tap)(void *ctx, const struct mrg_slice_row *row),
+                              void *ctx);
+
 /* Marks rank complete (1) or cut short (0) in ranks.complete. Without it a
  * rank is complete once it has a batch. May come at any time before _finish. */
 int mrg_writer_set_rank_complete(struct mrg_writer *w, int rank, int complete,

@@ -1,0 +1,170 @@
+/* What offline ingest does to spare the cross-rank analyses work must not
+ * change their result: guessed clock shifts (mrg_writer_set_time_shift):
+ * whatever shift a rank's rows are written with, clock refinement must
+ * leave exactly the database written without one; and the rank view
+ * gathered through the writer's slice tap (xr_view_tap) must be the one
+ * read back from the slices. The 4-rank gloo DDP fixture, with ranks 1-3
+ * given clocks off by ms (so their fits are applied), is written four
+ * times: no shifts; wrong shifts (including one on the reference rank,
+ * whose clock is never corrected); shifts equal to the corrections
+ * refinement finds (nothing to re-time); and wrong shifts with the tapped
+ * view. Every table must match the first file's. */
+#include "test.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "collector/sources/kineto_json/kineto_json.h"
+#include "merger/cross_rank.h"
+#include "merger/cross_rank_int.h"
+#include "merger/writer.h"
+
+#define NRANKS 4
+
+static const int64_t skew[NRANKS] = {0, 3000000, -5000000, 1500000};
+
+/* Writes the fixture to path with rank r's rows shifted by shift[r]; with
+ * tap, the analyses take the view tapped while writing. */
+static int write_db(const char *dir, const char *path, const int64_t *shift, int tap)
+{
+    struct hm_err err = {0};
+    struct mrg_writer *w = mrg_writer_open(path, &err);
+    struct xr_view view = {0};
+    int rc = w ? 0 : 1;
+
+    if (w && tap)
+        mrg_writer_set_slice_tap(w, xr_view_tap, &view);
+
+    for (int r = 0; rc == 0 && r < NRANKS; r++) {
+        char file[4200];
+        struct src_kineto_opts ko = {0};
+        struct hm_batch *b = NULL;
+        snprintf(file, sizeof file, "%s/rank-%d.pt.trace.json.gz", dir, r);
+        rc = src_kineto_read(file, &ko, &b, &err);
+        if (rc == 0) {
+            b->info.base_time_ns += skew[r];
+            if (shift[r])
+                rc = mrg_writer_set_time_shift(w, r, shift[r], &err);
+        }
+        if (rc == 0)
+            rc = mrg_writer_add_batch(w, b, &err);
+        if (rc == 0 && shift[r])   /* too late once the rank has rows */
+            CHECK_EQ_INT(mrg_writer_set_time_shift(w, r, 1, &err), HM_EINVAL);
+        if (rc == 0)
+            CHECK_EQ_INT(mrg_writer_time_shift(w, r), shift[r]);
+        hm_batch_free(b);
+    }
+    if (tap) {
+        CHECK(view.nranks >= NRANKS && !view.broken);
+        CHECK(rc != 0 || (view.ranks[1].annots.n > 10 && view.ranks[3].launches.n > 10));
+    }
+    if (rc == 0)
+        rc = tap ? xr_finish(w, NULL, &view, &err) : mrg_cross_rank_finish(w, NULL, &err);
+    xr_view_free(&view);
+    if (rc == 0)
+        return mrg_writer_finish(w, &err);
+    fprintf(stderr, "writing %s: %s (%s)\n", path, err.msg, err.file);
+    if (w)
+        mrg_writer_abort(w);
+    return rc ? rc : 1;
+}
+
+static int64_t q_int(sqlite3 *db, const char *sql)
+{
+    sqlite3_stmt *st = NULL;
+    int64_t v = INT64_MIN;
+
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_int64(st, 0);
+    else
+        fprintf(stderr, "%s: %s\n", sql, sqlite3_errmsg(db));
+    sqlite3_finalize(st);
+    return v;
+}
+
+/* Rows of table that differ between main and o (both ways); meta's
+ * creation time may differ. */
+static int64_t differing_rows(sqlite3 *db, const char *table)
+{
+    char sql[1200];
+    const char *where = strcmp(table, "meta") ? "" : " WHERE key <> 'created_at'";
+
+    snprintf(sql, sizeof sql,
+             "SELECT (SELECT count(*) FROM (SELECT * FROM main.\"%s\"%s EXCEPT SELECT * FROM o.\"%s\"%s))"
+             " + (SELECT count(*) FROM (SELECT * FROM o.\"%s\"%s EXCEPT SELECT * FROM main.\"%s\"%s))",
+             table, where, table, where, table, where, table, where);
+    return q_int(db, sql);
+}
+
+static void check_same(const char *a, const char *b)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    char sql[4300];
+    int tables = 0;
+
+    CHECK_EQ_INT(sqlite3_open_v2(a, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    snprintf(sql, sizeof sql, "ATTACH '%s' AS o", b);
+    CHECK_EQ_INT(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+    CHECK_EQ_INT(q_int(db, "SELECT count(*) FROM main.sqlite_master WHERE type = 'table'"),
+                 q_int(db, "SELECT count(*) FROM o.sqlite_master WHERE type = 'table'"));
+    CHECK_EQ_INT(sqlite3_prepare_v2(db, "SELECT name FROM main.sqlite_master WHERE type = 'table'",
+                                    -1, &st, NULL), SQLITE_OK);
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        char name[128];
+        int64_t n;
+        snprintf(name, sizeof name, "%s", (const char *)sqlite3_column_text(st, 0));
+        n = differing_rows(db, name);
+        if (n != 0)
+            fprintf(stderr, "%s vs %s: table %s differs in %lld rows\n", a, b, name, (long long)n);
+        CHECK_EQ_INT(n, 0);
+        tables++;
+    }
+    sqlite3_finalize(st);
+    CHECK(tables > 10);
+    /* The comparison has something to compare: ranks 1-3 were re-timed. */
+    CHECK_EQ_INT(q_int(db, "SELECT count(*) FROM ranks WHERE clock_method = 'collectives'"), 3);
+    CHECK(q_int(db, "SELECT count(*) FROM slices") > 1000);
+    sqlite3_close(db);
+}
+
+int main(void)
+{
+    const char *src = getenv("HM_SOURCE_DIR"), *tmp = getenv("HM_TMPDIR");
+    char dir[4096], plain[4200], wrong[4200], right[4200], tapped[4200];
+    int64_t none[NRANKS] = {0}, bad[NRANKS] = {777, 12345, -99, 0}, good[NRANKS] = {0};
+    sqlite3 *db = NULL;
+
+    snprintf(dir, sizeof dir, "%s/tests/fixtures/gloo/ddp4_straggler2", src ? src : ".");
+    tmp = tmp ? tmp : "/tmp";
+    snprintf(plain, sizeof plain, "%s/time_shift_plain_%ld.db", tmp, (long)getpid());
+    snprintf(wrong, sizeof wrong, "%s/time_shift_wrong_%ld.db", tmp, (long)getpid());
+    snprintf(right, sizeof right, "%s/time_shift_right_%ld.db", tmp, (long)getpid());
+    snprintf(tapped, sizeof tapped, "%s/time_shift_tapped_%ld.db", tmp, (long)getpid());
+
+    CHECK_EQ_INT(write_db(dir, plain, none, 0), 0);
+    CHECK_EQ_INT(sqlite3_open_v2(plain, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    for (int r = 1; r < NRANKS; r++) {
+        char sql[128];
+        snprintf(sql, sizeof sql, "SELECT clock_offset_ns FROM ranks WHERE rank = %d AND "
+                 "clock_drift_ppm = 0 AND clock_method = 'collectives'", r);
+        good[r] = q_int(db, sql);
+        CHECK(good[r] != INT64_MIN && good[r] != 0);
+    }
+    sqlite3_close(db);
+
+    CHECK_EQ_INT(write_db(dir, wrong, bad, 0), 0);
+    check_same(plain, wrong);
+    CHECK_EQ_INT(write_db(dir, right, good, 0), 0);
+    check_same(plain, right);
+    CHECK_EQ_INT(write_db(dir, tapped, bad, 1), 0);
+    check_same(plain, tapped);
+
+    unlink(plain);
+    unlink(wrong);
+    unlink(right);
+    unlink(tapped);
+    return hm_test_done();
+}
