@@ -76,14 +76,42 @@ static double min_late_fraction(const struct xr_blame *b, int nranks)
     return chance > XR_STRAGGLER_MIN_LATE_FRACTION ? chance : XR_STRAGGLER_MIN_LATE_FRACTION;
 }
 
+/* Where steps are known, the candidate is the rank with the most hold-up
+ * (ties: the lowest); 0 when no rank held another up. */
+static int pick_by_holdup(const struct xr_blame *b, int nranks, int *cand, int64_t *total)
+{
+    int c = -1;
+
+    *total = 0;
+    for (int r = 0; r < nranks; r++) {
+        *total += b[r].holdup_ns;
+        if (b[r].holdup_ns > 0 && (c < 0 || b[r].holdup_ns > b[c].holdup_ns))
+            c = r;
+    }
+    if (c < 0)
+        return 0;
+    *cand = c;
+    return 1;
+}
+
+/* Rule 2b: with steps, the candidate held the others up longest in at
+ * least min_frac of them. */
+static int steps_consistent(const struct xr_blame *k, const struct xr_step_totals *st, double min_frac)
+{
+    return st && st->steps > 0 && (double)k->top_steps >= min_frac * (double)st->steps;
+}
+
 void xr_straggler_verdict(const struct xr_blame *b, int nranks, int64_t instances,
-                          const char *what, struct xr_verdict *out)
+                          const struct xr_step_totals *steps, const char *what,
+                          struct xr_verdict *out)
 {
     int64_t total, waited;
     int c = pick_candidate(b, nranks, &total);
     const struct xr_blame *k = c >= 0 ? &b[c] : NULL;
-    double frac, min_frac, share, skew, span;
-    char d1[32], d2[32];
+    int64_t hold_total = 0;
+    double frac, min_frac, share, skew, span, holdup = 0, step_ns = 0;
+    int by_count, by_steps, per_step;
+    char d1[32], d2[32], d3[32];
 
     *out = (struct xr_verdict){.straggler = -1, .candidate = c, .instances = instances,
                                .blame_share = -1};
@@ -99,25 +127,69 @@ void xr_straggler_verdict(const struct xr_blame *b, int nranks, int64_t instance
                  (long long)instances, what);
         return;
     }
+    per_step = steps && steps->steps > 0 && steps->mean_step_ns > 0 &&
+               pick_by_holdup(b, nranks, &c, &hold_total);
+    if (per_step) {
+        k = &b[c];
+        out->candidate = c;
+        holdup = (double)k->holdup_ns / (double)steps->steps;
+        step_ns = steps->mean_step_ns;
+    }
     frac = (double)k->late / (double)(k->instances ? k->instances : 1);
     min_frac = min_late_fraction(b, nranks);
-    share = out->blame_share = (double)k->blame_ns / (double)total;
-    skew = (double)k->skew_late_ns / (double)k->late;
-    span = (double)k->span_late_ns / (double)k->late;
+    out->blame_share = (double)k->blame_ns / (double)total;
+    /* Rule 3 weighs hold-ups where steps are known: blame adds up a skew
+     * once per collective, so a rank a little behind for whole steps
+     * gathers more of it than one that held everyone up once. */
+    share = per_step ? (double)k->holdup_ns / (double)hold_total : out->blame_share;
+    skew = k->late ? (double)k->skew_late_ns / (double)k->late : 0;
+    span = k->late ? (double)k->span_late_ns / (double)k->late : 0;
     waited = k->blame_ns;
+    by_count = frac >= min_frac;
+    by_steps = steps_consistent(k, steps, min_frac);
     fmt_dur(waited, d1, sizeof d1);
-    if (frac >= min_frac && share >= XR_STRAGGLER_MIN_BLAME_SHARE &&
-        skew >= XR_STRAGGLER_MIN_SKEW_NS && skew >= XR_STRAGGLER_MIN_SKEW_SHARE * span) {
+    if ((by_count || by_steps) && share >= XR_STRAGGLER_MIN_BLAME_SHARE &&
+        skew >= XR_STRAGGLER_MIN_SKEW_NS && skew >= XR_STRAGGLER_MIN_SKEW_SHARE * span &&
+        (!per_step || holdup >= XR_STRAGGLER_MIN_STEP_SHARE * step_ns)) {
         out->straggler = c;
+        if (by_count) {
+            snprintf(out->evidence, sizeof out->evidence,
+                     "rank %d entered last in %lld of %lld %s; the others waited %s for it", c,
+                     (long long)k->late, (long long)k->instances, what, d1);
+        } else {
+            fmt_dur((int64_t)holdup, d2, sizeof d2);
+            fmt_dur((int64_t)step_ns, d3, sizeof d3);
+            if (steps->steps == 1)
+                snprintf(out->evidence, sizeof out->evidence,
+                         "rank %d held the others up longest, by %s (%.0f%% of the %s step); the "
+                         "others waited %s for it", c, d2, 100.0 * holdup / step_ns, d3, d1);
+            else
+                snprintf(out->evidence, sizeof out->evidence,
+                         "rank %d held the others up longest in %lld of %lld steps, by %s a step "
+                         "(%.0f%% of the %s step); the others waited %s for it", c,
+                         (long long)k->top_steps, (long long)steps->steps, d2,
+                         100.0 * holdup / step_ns, d3, d1);
+        }
+    } else if ((by_count || by_steps) && share >= XR_STRAGGLER_MIN_BLAME_SHARE &&
+               skew >= XR_STRAGGLER_MIN_SKEW_NS && skew >= XR_STRAGGLER_MIN_SKEW_SHARE * span) {
+        fmt_dur((int64_t)holdup, d2, sizeof d2);
+        fmt_dur((int64_t)step_ns, d3, sizeof d3);
         snprintf(out->evidence, sizeof out->evidence,
-                 "rank %d entered last in %lld of %lld %s; the others waited %s for it", c,
-                 (long long)k->late, (long long)k->instances, what, d1);
-    } else if (frac >= min_frac && share >= XR_STRAGGLER_MIN_BLAME_SHARE) {
+                 "no rank stands out: rank %d entered last in %lld of %lld %s, but held the others "
+                 "up by only %s a step (%.1f%% of the %s step)", c, (long long)k->late,
+                 (long long)k->instances, what, d2, 100.0 * holdup / step_ns, d3);
+    } else if ((by_count || by_steps) && share >= XR_STRAGGLER_MIN_BLAME_SHARE) {
         fmt_dur((int64_t)skew, d2, sizeof d2);
         snprintf(out->evidence, sizeof out->evidence,
                  "no rank stands out: rank %d entered last in %lld of %lld %s, but only %s late "
                  "on average (%.0f%% of those collectives' time)", c, (long long)k->late,
                  (long long)k->instances, what, d2, span > 0 ? 100.0 * skew / span : 0.0);
+    } else if (per_step) {
+        fmt_dur((int64_t)holdup, d2, sizeof d2);
+        snprintf(out->evidence, sizeof out->evidence,
+                 "no rank stands out: the one holding the others up longest, rank %d, did so in "
+                 "%lld of %lld steps, by %s a step, %.0f%% of all the ranks' hold-ups", c,
+                 (long long)k->top_steps, (long long)steps->steps, d2, 100.0 * share);
     } else {
         fmt_dur(total, d2, sizeof d2);
         snprintf(out->evidence, sizeof out->evidence,
@@ -127,19 +199,50 @@ void xr_straggler_verdict(const struct xr_blame *b, int nranks, int64_t instance
     }
 }
 
-/* Totals per rank over the analysed instances of step (HM_NONE: all).
- * Returns the number of instances; *op is the one op they share, or 0. */
-static int64_t totals(struct xr_ctx *x, int64_t step, int all, struct xr_blame *b, int64_t *op)
+struct step_ref {
+    int64_t step;
+    size_t inst;
+};
+
+/* Mean duration of ProfilerStep `number` over the ranks that have it (each
+ * rank's steps are sorted by number); 0 when none has. */
+static double step_duration(const struct xr_ctx *x, int64_t number)
 {
-    int64_t n = 0;
+    double sum = 0;
+    int n = 0;
+
+    for (int r = 0; r < x->nranks; r++) {
+        const struct xr_rank *rk = &x->ranks[r];
+        size_t lo = 0, hi = rk->steps.n;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (rk->steps.v[mid].number < number)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo < rk->steps.n && rk->steps.v[lo].number == number &&
+            rk->steps.v[lo].end > rk->steps.v[lo].ts) {
+            sum += (double)(rk->steps.v[lo].end - rk->steps.v[lo].ts);
+            n++;
+        }
+    }
+    return n ? sum / n : 0;
+}
+
+/* Totals per rank over the instances ref[0..n) (analysed ones, sorted by
+ * step). Returns n; *op is the one op they share, or 0. Hold-ups (rules 2b
+ * and 5) come from the steps with a known duration, into *st. */
+static int64_t totals(struct xr_ctx *x, const struct step_ref *ref, size_t n, struct xr_blame *b,
+                      int64_t *hold, int64_t *op, struct xr_step_totals *st)
+{
+    double dur_sum = 0;
 
     memset(b, 0, (size_t)x->nranks * sizeof *b);
+    *st = (struct xr_step_totals){0};
     *op = -1;
-    for (size_t i = 0; i < x->inst.n; i++) {
-        const struct xr_inst *in = &x->inst.v[i];
-        if (!in->analysed || (!all && in->step != step))
-            continue;
-        n++;
+    for (size_t i = 0; i < n; i++) {
+        const struct xr_inst *in = &x->inst.v[ref[i].inst];
         *op = *op == -1 || *op == in->op ? in->op : 0;
         for (size_t k = in->first; k < in->first + in->n; k++) {
             const struct xr_coll *m = &x->coll.v[x->members.v[k]];
@@ -154,14 +257,44 @@ static int64_t totals(struct xr_ctx *x, int64_t step, int all, struct xr_blame *
             }
         }
     }
-    return n;
+    for (size_t i = 0, j; i < n; i = j) {
+        int64_t step = x->inst.v[ref[i].inst].step;
+        double dur;
+        int top = -1;
+
+        for (j = i; j < n && x->inst.v[ref[j].inst].step == step; j++)
+            ;
+        if (step == HM_NONE || (dur = step_duration(x, step)) <= 0)
+            continue;
+        memset(hold, 0, (size_t)x->nranks * sizeof *hold);
+        for (size_t q = i; q < j; q++) {
+            const struct xr_inst *in = &x->inst.v[ref[q].inst];
+            for (size_t k = in->first; k < in->first + in->n; k++) {
+                const struct xr_coll *m = &x->coll.v[x->members.v[k]];
+                if (m->late && in->last_enter - in->first_enter > hold[m->rank])
+                    hold[m->rank] = in->last_enter - in->first_enter;
+            }
+        }
+        for (int r = 0; r < x->nranks; r++) {
+            b[r].holdup_ns += hold[r];
+            if (hold[r] > 0 && (top < 0 || hold[r] > hold[top]))
+                top = r;
+        }
+        if (top >= 0)
+            b[top].top_steps++;
+        st->steps++;
+        dur_sum += dur;
+    }
+    st->mean_step_ns = st->steps ? dur_sum / (double)st->steps : 0;
+    return (int64_t)n;
 }
 
-static int store_verdict(struct xr_ctx *x, sqlite3_stmt *st, int64_t step, int all,
-                         struct xr_blame *b)
+static int store_verdict(struct xr_ctx *x, sqlite3_stmt *st, int64_t step,
+                         const struct step_ref *ref, size_t nref, struct xr_blame *b, int64_t *hold)
 {
     struct xr_verdict v;
-    int64_t op, n = totals(x, step, all, b, &op);
+    struct xr_step_totals steps;
+    int64_t op, n = totals(x, ref, nref, b, hold, &op, &steps);
     char what[160];
     int rc;
 
@@ -169,8 +302,8 @@ static int store_verdict(struct xr_ctx *x, sqlite3_stmt *st, int64_t step, int a
         snprintf(what, sizeof what, "%ss", xr_name(x, op));
     else
         snprintf(what, sizeof what, "collectives");
-    xr_straggler_verdict(b, x->nranks, n, what, &v);
-    xr_bind_opt(st, 1, all ? HM_NONE : step);
+    xr_straggler_verdict(b, x->nranks, n, &steps, what, &v);
+    xr_bind_opt(st, 1, step);
     xr_bind_opt(st, 2, v.straggler >= 0 ? v.straggler : HM_NONE);
     xr_bind_opt(st, 3, v.candidate >= 0 ? v.candidate : HM_NONE);
     sqlite3_bind_int64(st, 4, n);
@@ -185,33 +318,42 @@ static int store_verdict(struct xr_ctx *x, sqlite3_stmt *st, int64_t step, int a
     return rc == SQLITE_DONE ? 0 : -1;
 }
 
-static int cmp_i64(const void *pa, const void *pb)
+static int cmp_step_ref(const void *pa, const void *pb)
 {
-    int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
-    return (a > b) - (a < b);
+    const struct step_ref *a = pa, *b = pb;
+    return a->step != b->step ? (a->step > b->step) - (a->step < b->step)
+                              : (a->inst > b->inst) - (a->inst < b->inst);
 }
 
+/* Rows: the whole run, then each step in order. Instances are grouped by
+ * step once, so a run of many steps costs a sort, not a scan per step. */
 int xr_stragglers_store(struct xr_ctx *x, struct hm_err *err)
 {
     sqlite3_stmt *st = NULL;
     struct xr_blame *b = calloc((size_t)x->nranks + 1, sizeof *b);
-    int64_t *steps = malloc((x->inst.n + 1) * sizeof *steps);
-    size_t ns = 0;
-    int rc = b && steps ? xr_prepare(x, hm_sql_xrank_insert_verdict, &st, err)
-                        : hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
+    int64_t *hold = calloc((size_t)x->nranks + 1, sizeof *hold);
+    struct step_ref *ref = malloc((x->inst.n + 1) * sizeof *ref);
+    size_t n = 0;
+    int rc = b && hold && ref ? xr_prepare(x, hm_sql_xrank_insert_verdict, &st, err)
+                              : hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
 
-    if (rc == 0 && store_verdict(x, st, HM_NONE, 1, b))
-        rc = xr_sql_fail(x, err, "storing straggler verdicts");
     for (size_t i = 0; rc == 0 && i < x->inst.n; i++)
-        if (x->inst.v[i].analysed && x->inst.v[i].step != HM_NONE)
-            steps[ns++] = x->inst.v[i].step;
+        if (x->inst.v[i].analysed)
+            ref[n++] = (struct step_ref){x->inst.v[i].step, i};
     if (rc == 0)
-        xr_sort(steps, ns, sizeof *steps, cmp_i64);
-    for (size_t i = 0; rc == 0 && i < ns; i++)
-        if ((i == 0 || steps[i] != steps[i - 1]) && store_verdict(x, st, steps[i], 0, b))
+        xr_sort(ref, n, sizeof *ref, cmp_step_ref);
+    if (rc == 0 && store_verdict(x, st, HM_NONE, ref, n, b, hold))
+        rc = xr_sql_fail(x, err, "storing straggler verdicts");
+    for (size_t i = 0, j; rc == 0 && i < n; i = j) {
+        int64_t step = ref[i].step;
+        for (j = i; j < n && x->inst.v[ref[j].inst].step == step; j++)
+            ;
+        if (step != HM_NONE && store_verdict(x, st, step, ref + i, j - i, b, hold))
             rc = xr_sql_fail(x, err, "storing straggler verdicts");
+    }
     sqlite3_finalize(st);
     free(b);
-    free(steps);
+    free(hold);
+    free(ref);
     return rc;
 }

@@ -6,18 +6,36 @@
  * point operations and instances on one rank are not analysed.
  *
  * Verdict rule (whole run, and each ProfilerStep alone). The candidate is
- * the rank with the most blame (ties: the lowest rank). It is the straggler
- * when all of these hold, else the verdict is null:
+ * the rank with the most blame, or where the instances fall in ProfilerSteps
+ * with known times, the one with the most hold-up (below); ties: the lowest
+ * rank. It is the straggler when all of these hold, else the verdict is null:
  *   1. at least XR_STRAGGLER_MIN_INSTANCES analysed instances;
- *   2. it entered last in at least half of the instances it took part in,
- *      and in at least XR_STRAGGLER_CHANCE_FACTOR / (ranks taking part) of
- *      them (with two ranks: three in four, since two balanced ranks are
- *      each last half the time);
- *   3. it carries at least half of all blame;
+ *   2. it is late consistently, in one of two ways:
+ *      a. it entered last in at least half of the instances it took part
+ *         in, and in at least XR_STRAGGLER_CHANCE_FACTOR / (ranks taking
+ *         part) of them (with two ranks: three in four, since two balanced
+ *         ranks are each last half the time); or
+ *      b. where the instances fall in ProfilerSteps: in as large a share
+ *         of the steps it held the others up longest (its largest single
+ *         arrival skew where it was last, the step's "hold-up", is the
+ *         largest of any rank's). Counting instances misleads in overlapped
+ *         data-parallel steps: behind one late bucket the others' allreduces
+ *         queue up on the GPU, and the entry order of the rest is noise
+ *         (tests/fixtures/gpu/nccl2_straggler1: last in 54 of 88, but
+ *         holding up every step by 20-36 ms);
+ *   3. it carries at least half of all blame (with steps: of all the
+ *      ranks' hold-ups, since blame counts a skew once per collective and
+ *      so favours a rank a little behind for whole steps);
  *   4. its lateness matters: where it was last, the mean arrival skew is at
  *      least XR_STRAGGLER_MIN_SKEW_NS and at least 10% of the mean time
  *      from first enter to last exit of those instances (jitter between
- *      well-balanced ranks is neither).
+ *      well-balanced ranks is neither);
+ *   5. where step times are known, it matters to the step too: its hold-up,
+ *      averaged over the steps, is at least XR_STRAGGLER_MIN_STEP_SHARE of
+ *      the mean step time. A rank a millisecond behind for a whole step is
+ *      last in every one of the step's collectives, each with a skew that
+ *      is most of its span, yet costs the step a millisecond
+ *      (nccl2_clean: 2.7 ms a 73 ms step).
  * The evidence sentence says which part decided. */
 #ifndef HM_MERGER_STRAGGLERS_H
 #define HM_MERGER_STRAGGLERS_H
@@ -33,6 +51,7 @@
 #define XR_STRAGGLER_CHANCE_FACTOR 1.5
 #define XR_STRAGGLER_MIN_BLAME_SHARE 0.5
 #define XR_STRAGGLER_MIN_SKEW_SHARE 0.1
+#define XR_STRAGGLER_MIN_STEP_SHARE 0.1
 
 /* One rank's totals over a set of instances. */
 struct xr_blame {
@@ -42,6 +61,14 @@ struct xr_blame {
     int64_t wait_ns;       /* its own waits */
     int64_t skew_late_ns;  /* summed skew of the instances where it was last */
     int64_t span_late_ns;  /* summed first-enter-to-last-exit of those */
+    int64_t holdup_ns;     /* summed over steps: its largest skew where it was last */
+    int64_t top_steps;     /* steps where that hold-up was the largest of any rank's */
+};
+
+/* The ProfilerSteps the instances fall in, where their times are known. */
+struct xr_step_totals {
+    int64_t steps;         /* steps with analysed instances and a duration */
+    double mean_step_ns;   /* their mean duration (mean over ranks, then steps) */
 };
 
 struct xr_verdict {
@@ -53,9 +80,12 @@ struct xr_verdict {
 };
 
 /* Applies the rule to per-rank totals b[0..nranks) over `instances`
- * analysed instances; `what` names them in the plural ("allreduces"). */
+ * analysed instances; `what` names them in the plural ("allreduces").
+ * steps is NULL, or has steps == 0, when no step time is known (rules 2b
+ * and 5 then do not apply). */
 void xr_straggler_verdict(const struct xr_blame *b, int nranks, int64_t instances,
-                          const char *what, struct xr_verdict *out);
+                          const struct xr_step_totals *steps, const char *what,
+                          struct xr_verdict *out);
 
 /* Fills each analysed member's late flag, wait, completion and blame. */
 int xr_stragglers_judge(struct xr_ctx *x, struct hm_err *err);

@@ -4,10 +4,11 @@
 # tests/tools/trim_db.py): what the devices saw must still read back the
 # same, on a machine without a GPU. cuda: the CUDA C program's kernels,
 # copies, memsets and NVTX ranges (tests/fixtures/gpu/device_results.txt);
-# torch_fixture: forward / backward with GPU time; nccl2_*: 2-rank DDP over
+# torch_fixture: forward / backward with GPU time; nccl2_*, nccl4_*: 2- and 4-rank DDP over
 # NCCL 2.28, every collective matched by (comms_id, seq) exactly once, NVTX
 # stitched across the ranks, clocks of one host; in nccl2_straggler1 rank 1
-# sleeps 20 ms before each forward and must be the straggler. Then every
+# sleeps 20 ms before each forward and must be the straggler; the clean run
+# must have none. Then every
 # report topic on every fixture, and the serve API on one.
 set -u
 H=${HTAMERGE:?}; FX=${HM_SOURCE_DIR:?}/tests/fixtures/gpu
@@ -19,7 +20,7 @@ fails=0
 fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
 command -v python3 >/dev/null || { echo "FAIL: python3 is not installed"; exit 1; }
 
-FIXTURES="cuda torch_fixture torch_lean nccl nccl_c nccl2_clean nccl2_straggler1"
+FIXTURES="cuda torch_fixture torch_lean nccl nccl_c nccl2_clean nccl2_straggler1 nccl4_clean nccl4_straggler1"
 for f in $FIXTURES; do
     gunzip -c "$FX/$f.db.gz" > "$T/$f.db" || { echo "FAIL: gunzip $f.db.gz"; exit 1; }
 done
@@ -82,50 +83,85 @@ report torch_lean nvtx
 check "$T/torch_lean.nvtx.json" \
     'all(any(r["name"] == n and r["gpu_us"] > 0 and r["gpu_ops"] > 0 for r in d["ranges"]) for n in ("train_step", "forward", "backward", "optimizer_step"))'
 
-# ---- nccl2_*: 2-rank DDP, the same checks on both runs ----
-for f in nccl2_clean nccl2_straggler1; do
+# ---- nccl2_*, nccl4_*: DDP on 2 and 4 H200s, the same checks on every run ----
+for f in nccl2_clean nccl2_straggler1 nccl4_clean nccl4_straggler1; do
+    G=${f:4:1}
     # Every NCCL plugin event (keyed by communicator and seq) is in exactly
-    # one instance, matched by comms_id on both ranks; torch.profiler's view
+    # one instance, matched by comms_id on every rank; torch.profiler's view
     # of the same calls adds no 'order' instance (merger/match.c rule 6).
-    sql $f "comms_id|88|2|2|88" \
+    sql $f "comms_id|88|$G|$G|88" \
         "select match, count(*), min(ranks), max(ranks), count(distinct pg || '/' || seq)
          from collective_instances group by match"
-    sql $f "176|176|0" \
+    sql $f "$((88 * G))|$((88 * G))|0" \
         "select count(*), count(distinct r.collective), sum(ci.match != 'comms_id')
          from collectives c join collective_instance_ranks r on r.collective = c.id
          join collective_instances ci on ci.id = r.instance where c.op like 'nccl:%'"
     sql $f "0" "select count(*) from collectives c where c.op like 'nccl:%' and not exists
                 (select 1 from collective_instance_ranks r where r.collective = c.id)"
     sql $f "0|1" "select count(*), 1 from collective_instance_ranks where source != 'gpu'"
-    # NVTX ranges stitched across both ranks, every step, with GPU work.
+    # NVTX ranges stitched across the ranks, every step, with GPU work.
     for p in train_step train_step/train_step/forward train_step/train_step/backward \
              train_step/train_step/optimizer_step; do
-        sql $f "4|2|2" "select count(*), min(ranks), max(ranks) from nvtx_stitched where path = '$p'"
+        sql $f "4|$G|$G|4" "select count(*), min(ranks), max(ranks), sum(gpu_ns > 0) from nvtx_stitched where path = '$p'"
     done
-    sql $f "4" "select count(*) from nvtx_stitched where path = 'train_step/train_step/forward' and gpu_ns > 0"
     report $f nvtx
     check "$T/$f.nvtx.json" \
-        'all(sum(r["path"].endswith(n) and r["ranks"] == 2 and r["gpu_us"] > 0 for r in d["ranges"]) == 4 for n in ("train_step/train_step", "/forward/forward"))'
-    # One host, clocks from the MPI ping-pong: rank 1 within a microsecond,
-    # checked against 88 collectives with no clock condition violation.
+        "all(sum(r['path'].endswith(n) and r['ranks'] == $G and r['gpu_us'] > 0 for r in d['ranges']) == 4 for n in ('train_step/train_step', '/forward/forward'))"
+    # One host, clocks from the MPI ping-pong: every rank within a
+    # microsecond, checked against 88 collectives with no clock condition
+    # violation.
     report $f clocks
     check "$T/$f.clocks.json" \
-        '[r["method"] for r in d["ranks"]] == ["mpi", "mpi"] and abs(d["ranks"][1]["offset_ns"]) < 1000 and d["ranks"][1]["check_samples"] == 88 and d["ranks"][1]["violations"] == 0'
+        'all(r["method"] == "mpi" and abs(r["offset_ns"]) < 1000 for r in d["ranks"]) and all(r["check_samples"] == 88 and r["violations"] == 0 and 0 < r["uncertainty_ns"] < 2000 for r in d["ranks"][1:])'
     sql $f "ProfilerSteps 4..7" "select substr(value, 1, 18) from meta where key = 'trimmed_from'"
+    # The injected 20 ms: rank 1 enters every forward at least 15 ms late; in
+    # the clean run no forward is that late.
+    case $f in
+    *straggler1) sql $f "4|1|1" "select count(*), min(late_rank), max(late_rank) from nvtx_stitched
+                                where path = 'train_step/train_step/forward' and skew_ns >= 15000000" ;;
+    *) sql $f "0" "select count(*) from nvtx_stitched
+                  where path = 'train_step/train_step/forward' and skew_ns >= 15000000" ;;
+    esac
+    report $f stragglers
 done
 
-# The injected 20 ms: rank 1 enters every forward at least 15 ms late; in
-# the clean run no forward is that late.
-sql nccl2_straggler1 "4|1|1" "select count(*), min(late_rank), max(late_rank) from nvtx_stitched
-                              where path = 'train_step/train_step/forward' and skew_ns >= 15000000"
-sql nccl2_clean "0" "select count(*) from nvtx_stitched
-                     where path = 'train_step/train_step/forward' and skew_ns >= 15000000"
-# The verdict: rank 1, late in every allreduce.
-report nccl2_straggler1 stragglers
+# The verdicts. With 2 ranks rank 1 is last in only 54 of the 88 allreduces
+# (behind its late first bucket the others' allreduces queue up on the GPU
+# and arrive in any order), but it holds up every step the longest (rule
+# 2b); in the clean run rank 0 is last in 59 of 88 yet costs a step ~3 ms
+# (rule 5): no verdict. With 4 ranks, last in 52 of 88 is past rule 2a's bar.
 check "$T/nccl2_straggler1.stragglers.json" \
-    'd["straggler"] == 1 and d["evidence"].startswith("rank 1 entered last in 88 of 88 allreduces") and d["ranks"][1]["late_count"] == 88'
-sql nccl2_straggler1 "1|1|1|88|88" \
-    "select count(*), straggler, candidate, instances, late_count from straggler_verdicts"
+    'd["straggler"] == 1 and d["evidence"].startswith("rank 1 held the others up longest in 4 of 4 steps, by ") and d["ranks"][1]["late_count"] == 54'
+sql nccl2_straggler1 "5|5|5|4" \
+    "select count(*), sum(straggler = 1), sum(candidate = 1), sum(step is not null) from straggler_verdicts"
+check "$T/nccl2_clean.stragglers.json" \
+    'd["straggler"] is None and d["evidence"].startswith("no rank stands out: rank 0 entered last in 59 of 88 allreduces, but held the others up by only ")'
+sql nccl2_clean "5|0" "select count(*), count(straggler) from straggler_verdicts"
+check "$T/nccl4_straggler1.stragglers.json" \
+    'd["straggler"] == 1 and d["evidence"].startswith("rank 1 entered last in 52 of 88 allreduces; the others waited ")'
+sql nccl4_straggler1 "5|5|4" "select count(*), sum(straggler = 1), sum(step is not null) from straggler_verdicts"
+check "$T/nccl4_clean.stragglers.json" 'd["straggler"] is None and d["evidence"].startswith("no rank stands out: ")'
+
+# Where the Kineto files are there too (torch 2.11 writes no "Seq" in
+# record_param_comms, so they carry pg and size, not a sequence number): the
+# k-th allreduce of torch.profiler's view has the same process group and
+# size on both ranks and as the k-th NCCL plugin event (by seqNumber), on
+# every one of the 88 -- the two views describe the same calls, which is why
+# the match keeps the plugin's (merger/match.c rule 6).
+for f in nccl2_clean nccl2_straggler1 nccl4_clean nccl4_straggler1; do
+    n=$((88 * (${f:4:1} - 1)))
+    sql $f "$n|$n|$n|$n" "with k as (select rank, in_nelems n, pg, row_number() over (partition by rank order by enter_ns) i
+                                     from collectives where op = 'allreduce'),
+                               p as (select rank, in_nelems n, row_number() over (partition by rank order by seq) i
+                                     from collectives where op = 'nccl:AllReduce')
+                          select count(*), sum(a.n = b.n), sum(a.n = pa.n and b.n = pb.n), sum(a.pg = b.pg)
+                          from k a join k b on b.i = a.i and b.rank > 0
+                          join p pa on pa.rank = 0 and pa.i = a.i join p pb on pb.rank = b.rank and pb.i = a.i
+                          where a.rank = 0"
+    sql $f "${f:4:1}|88|88" "select count(distinct rank), min(n), max(n) from (select rank, count(*) n,
+                      max(seq) - min(seq) + 1 span from collectives where op = 'nccl:AllReduce' group by rank)
+                      where span = n"
+done
 
 # ---- htamerge-reanalyse (mrg_writer_reopen): the fixtures' derived tables
 # are what a re-analysis in place gives, again; a bad file stays untouched ----
@@ -188,7 +224,7 @@ if command -v curl >/dev/null; then
     else
         code=$(curl -s --max-time 10 -o "$T/api.json" -w '%{http_code}' "http://127.0.0.1:$PORT/api/report/stragglers")
         [ "$code" = 200 ] || fail "GET /api/report/stragglers: HTTP $code"
-        check "$T/api.json" 'd["straggler"] == 1 and d["ranks"][1]["late_count"] == 88'
+        check "$T/api.json" 'd["straggler"] == 1 and d["ranks"][1]["late_count"] == 54'
     fi
 else
     fail "curl is not installed"

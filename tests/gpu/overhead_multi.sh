@@ -20,7 +20,7 @@ for r in $(seq 1 "$ROUNDS"); do
         capture) cmd=("$C/htamerge" -o "$W/c$r.db" "$T/ddp_train.py") ;;
         capture=*) cmd=("$C/htamerge" -o "$W/c$r.db" --capture "${mode#capture=}" "$T/ddp_train.py") ;;
         esac
-        ms=$(timeout -k 5 200 mpirun --allow-run-as-root -n "$G" "${X[@]}" "${cmd[@]}" --no-profiler --steps "$STEPS" 2>&1 |
+        ms=$(timeout -k 5 200 mpirun --allow-run-as-root --bind-to none -n "$G" "${X[@]}" "${cmd[@]}" --no-profiler --steps "$STEPS" 2>&1 |
              sed -n 's/^RESULT .*"mean_step_ms": \([0-9.]*\).*/\1/p' | sort -n | tail -1)
         echo "round $r $mode G=$G mean_step_ms ${ms:-failed}" | tee -a "$O/overhead_multi.txt"
     done

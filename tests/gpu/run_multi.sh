@@ -25,7 +25,7 @@ for run in clean straggler1; do
     [ $run = straggler1 ] && extra=(--sleep-rank 1 --sleep-ms 20)
     db=$W/nccl${G}_$run.db
     t0=$(date +%s.%N)
-    timeout -k 5 240 mpirun --allow-run-as-root -n "$G" "${X[@]}" "$H" -o "$db" "$T/ddp_train.py" --steps "$STEPS" "${extra[@]}" \
+    timeout -k 5 240 mpirun --allow-run-as-root --bind-to none -n "$G" "${X[@]}" "$H" -o "$db" "$T/ddp_train.py" --steps "$STEPS" "${extra[@]}" \
         >"$O/$run.log" 2>&1
     echo "[$run] rc=$? wall_s=$(awk "BEGIN{print $(date +%s.%N) - $t0}") $(grep -h '^EXPECT\|^RESULT' "$O/$run.log" | tr '\n' ' ')" >>"$R"
     grep 'htamerge:' "$O/$run.log" | head -5 >>"$R"

@@ -79,7 +79,7 @@ static void test_verdict(void)
     b[1].blame_ns = 3 * 50000;
     b[1].skew_late_ns = 50000;
     b[1].span_late_ns = 5000000;
-    xr_straggler_verdict(b, 4, 28, "allreduces", &v);
+    xr_straggler_verdict(b, 4, 28, NULL, "allreduces", &v);
     CHECK_EQ_INT(v.straggler, 2);
     CHECK_STR(v.evidence, "rank 2 entered last in 27 of 28 allreduces; the others waited 1.62 s for it");
     /* Late ranks spread out: nobody stands out (rule 2). */
@@ -89,7 +89,7 @@ static void test_verdict(void)
         b[r].skew_late_ns = 7LL * 100000;
         b[r].span_late_ns = 7LL * 500000;
     }
-    xr_straggler_verdict(b, 4, 28, "allreduces", &v);
+    xr_straggler_verdict(b, 4, 28, NULL, "allreduces", &v);
     CHECK_EQ_INT(v.straggler, -1);
     CHECK_EQ_INT(v.candidate, 3);
     CHECK(strstr(v.evidence, "no rank stands out: the most blamed, rank 3, entered last in 7 of 28") != NULL);
@@ -101,7 +101,7 @@ static void test_verdict(void)
     b[0].blame_ns = 10LL * 3 * 30000;
     b[0].skew_late_ns = 10LL * 30000;
     b[0].span_late_ns = 10LL * 10000000;
-    xr_straggler_verdict(b, 4, 10, "allreduces", &v);
+    xr_straggler_verdict(b, 4, 10, NULL, "allreduces", &v);
     CHECK_EQ_INT(v.straggler, -1);
     CHECK(strstr(v.evidence, "but only 30 us late on average") != NULL);
     /* Two balanced ranks: one is last 55 of 100 times, by a real 2 ms in
@@ -112,7 +112,7 @@ static void test_verdict(void)
     b[0].blame_ns = 55LL * 2000000, b[1].blame_ns = 45LL * 2000000;
     b[0].skew_late_ns = 55LL * 2000000, b[1].skew_late_ns = 45LL * 2000000;
     b[0].span_late_ns = 55LL * 3000000, b[1].span_late_ns = 45LL * 3000000;
-    xr_straggler_verdict(b, 2, 100, "allreduces", &v);
+    xr_straggler_verdict(b, 2, 100, NULL, "allreduces", &v);
     CHECK_EQ_INT(v.straggler, -1);
     CHECK_EQ_INT(v.candidate, 0);
     /* ... but last 80 of 100 times is a straggler, with two ranks too. */
@@ -120,7 +120,7 @@ static void test_verdict(void)
     b[0].blame_ns = b[0].skew_late_ns = 80LL * 2000000;
     b[0].span_late_ns = 80LL * 3000000;
     b[1].blame_ns = b[1].skew_late_ns = 20LL * 2000000;
-    xr_straggler_verdict(b, 2, 100, "allreduces", &v);
+    xr_straggler_verdict(b, 2, 100, NULL, "allreduces", &v);
     CHECK_EQ_INT(v.straggler, 0);
     /* Too few instances (rule 1), and none at all. */
     memset(b, 0, sizeof b);
@@ -130,12 +130,94 @@ static void test_verdict(void)
     b[0].blame_ns = 10LL * 3 * 30000;
     b[0].skew_late_ns = 10LL * 30000;
     b[0].span_late_ns = 10LL * 10000000;
-    xr_straggler_verdict(b, 4, 1, "allreduces", &v);
+    xr_straggler_verdict(b, 4, 1, NULL, "allreduces", &v);
     CHECK_EQ_INT(v.straggler, -1);
     memset(b, 0, sizeof b);
-    xr_straggler_verdict(b, 4, 5, "allreduces", &v);
+    xr_straggler_verdict(b, 4, 5, NULL, "allreduces", &v);
     CHECK_EQ_INT(v.straggler, -1);
     CHECK(strstr(v.evidence, "together") != NULL);
+}
+
+/* Rules 2b and 5, with the numbers of the 2-GPU DDP fixtures (4 steps of
+ * 22 bucketed allreduces). */
+static void test_verdict_steps(void)
+{
+    struct xr_blame b[2];
+    struct xr_verdict v;
+    struct xr_step_totals st = {.steps = 4, .mean_step_ns = 113e6};
+
+    /* Rank 1 sleeps 20 ms a step: last in only 54 of 88 (behind its late
+     * bucket the rest queue up and arrive in any order), but it holds up
+     * every step the longest, 26 ms a step. */
+    memset(b, 0, sizeof b);
+    b[0].instances = b[1].instances = 88;
+    b[1].late = 54, b[0].late = 34;
+    b[1].blame_ns = b[1].skew_late_ns = 204871610, b[0].blame_ns = b[0].skew_late_ns = 59959420;
+    b[1].span_late_ns = 54LL * 4200000, b[0].span_late_ns = 34LL * 2000000;
+    b[1].holdup_ns = 4LL * 26000000, b[0].holdup_ns = 4LL * 2500000;
+    b[1].top_steps = 4;
+    xr_straggler_verdict(b, 2, 88, &st, "allreduces", &v);
+    CHECK_EQ_INT(v.straggler, 1);
+    CHECK_STR(v.evidence, "rank 1 held the others up longest in 4 of 4 steps, by 26 ms a step (23% of "
+                          "the 113 ms step); the others waited 205 ms for it");
+    /* Without step times it is not enough (rule 2a alone). */
+    xr_straggler_verdict(b, 2, 88, NULL, "allreduces", &v);
+    CHECK_EQ_INT(v.straggler, -1);
+    /* Top in only half the steps with two ranks: chance (2b's 3 in 4). */
+    b[1].top_steps = 2, b[0].top_steps = 2;
+    xr_straggler_verdict(b, 2, 88, &st, "allreduces", &v);
+    CHECK_EQ_INT(v.straggler, -1);
+    /* The clean run: rank 0 a millisecond or two behind for whole steps,
+     * last in 59 of 88 and most of the blame, holding up a 78 ms step by
+     * 2.7 ms: not a straggler (rule 5), and the evidence says by how little. */
+    memset(b, 0, sizeof b);
+    st.mean_step_ns = 78e6;
+    b[0].instances = b[1].instances = 88;
+    b[0].late = 59, b[1].late = 29;
+    b[0].blame_ns = b[0].skew_late_ns = 85721540, b[1].blame_ns = b[1].skew_late_ns = 35737050;
+    b[0].span_late_ns = 59LL * 1600000, b[1].span_late_ns = 29LL * 1400000;
+    b[0].holdup_ns = 4LL * 2700000, b[1].holdup_ns = 4LL * 1000000;
+    b[0].top_steps = 3, b[1].top_steps = 1;
+    xr_straggler_verdict(b, 2, 88, &st, "allreduces", &v);
+    CHECK_EQ_INT(v.straggler, -1);
+    CHECK_EQ_INT(v.candidate, 0);
+    CHECK_STR(v.evidence, "no rank stands out: rank 0 entered last in 59 of 88 allreduces, but held "
+                          "the others up by only 2.7 ms a step (3.5% of the 78 ms step)");
+    /* Rule 5 also guards 2a: last in 80 of 88 by the same little. */
+    b[0].late = 80, b[1].late = 8;
+    b[0].span_late_ns = 80LL * 1600000;
+    xr_straggler_verdict(b, 2, 88, &st, "allreduces", &v);
+    CHECK_EQ_INT(v.straggler, -1);
+    /* ... and the same count with a 20 ms hold-up a step is a straggler,
+     * told in 2a's words. */
+    b[0].holdup_ns = 4LL * 20000000;
+    xr_straggler_verdict(b, 2, 88, &st, "allreduces", &v);
+    CHECK_EQ_INT(v.straggler, 0);
+    CHECK(strncmp(v.evidence, "rank 0 entered last in 80 of 88 allreduces", 42) == 0);
+    /* One step of 4 ranks (nccl4_straggler1, step 6): rank 0 is last in 19
+     * of 22 by ~2 ms and gathers the most blame; rank 1, last twice, held
+     * everyone up 23 ms once. With steps the candidate is the one with the
+     * most hold-up, and rule 3 weighs hold-ups. */
+    struct xr_blame q[4];
+    struct xr_step_totals one = {.steps = 1, .mean_step_ns = 111e6};
+    memset(q, 0, sizeof q);
+    for (int r = 0; r < 4; r++)
+        q[r].instances = 22;
+    q[0].late = 19, q[1].late = 2, q[2].late = 1;
+    q[0].blame_ns = 3LL * 40480000, q[1].blame_ns = 3LL * 25330000, q[2].blame_ns = 3LL * 2380000;
+    q[0].skew_late_ns = 40480000, q[1].skew_late_ns = 25330000, q[2].skew_late_ns = 2380000;
+    q[0].span_late_ns = 19LL * 2500000, q[1].span_late_ns = 2LL * 14000000, q[2].span_late_ns = 2600000;
+    q[0].holdup_ns = 4880000, q[1].holdup_ns = 22610000, q[2].holdup_ns = 2380000;
+    q[1].top_steps = 1;
+    xr_straggler_verdict(q, 4, 22, &one, "allreduces", &v);
+    CHECK_EQ_INT(v.straggler, 1);
+    CHECK_EQ_INT(v.candidate, 1);
+    CHECK(strncmp(v.evidence, "rank 1 held the others up longest, by 23 ms (20% of the 111 ms step)", 68) == 0);
+    /* Without step times only counting is left, and it names rank 0 (last
+     * in 19 of 22, most of the blame): what step times are there to fix. */
+    xr_straggler_verdict(q, 4, 22, NULL, "allreduces", &v);
+    CHECK_EQ_INT(v.candidate, 0);
+    CHECK_EQ_INT(v.straggler, 0);
 }
 
 /* Two ranks, three allreduces; rank 1's clock reads 100 us early, so it
@@ -192,6 +274,7 @@ int main(void)
     test_fit();
     test_ops();
     test_verdict();
+    test_verdict_steps();
     test_clock_condition();
     return hm_test_done();
 }
