@@ -28,7 +28,7 @@
 #include "merger/live.h"
 
 static const char run_help[] =
-    "usage: [mpirun -n N] htamerge [-o FILE.db] [--capture LIST] [--sync-interval S] [--keep-traces]\n"
+    "usage: [mpirun -n N] htamerge [-o FILE.db] [--capture LIST] [--cupti-window ON/PERIOD] [--sync-interval S] [--keep-traces]\n"
     "                              [--] PROGRAM [ARGS...]\n"
     "\n"
     "Runs PROGRAM on every MPI rank (PROGRAM.py runs under python3, or\n"
@@ -47,12 +47,19 @@ static const char run_help[] =
     "                           overhead), cupti-range (cupti, recording only between\n"
     "                           cudaProfilerStart and cudaProfilerStop, as nsys\n"
     "                           --capture-range=cudaProfilerApi; paused until the first\n"
-    "                           start), cupti-lean (cupti without API records: launches\n"
-    "                           are rebuilt from each kernel's queued time, on thread 0;\n"
-    "                           about half the cost), nvtx (ranges, marks), nccl (NCCL profiler\n"
+    "                           start), cupti-lean (cupti without the launches' API\n"
+    "                           records: launches are rebuilt from each kernel's queued\n"
+    "                           time, on thread 0; about half the cost), nvtx (ranges,\n"
+    "                           marks), nccl (NCCL profiler\n"
     "                           plugin); also all, or none (default: all that are\n"
     "                           available, without cupti-sync). Without cupti,\n"
     "                           torch.profiler keeps CUPTI (one client on CUDA 13)\n"
+    "      --cupti-window ON/PERIOD\n"
+    "                           CUPTI is attached the first ON ms of every PERIOD ms\n"
+    "                           only (e.g. 1000/10000) and detached in between; NVTX\n"
+    "                           and NCCL record throughout, so matching and stragglers\n"
+    "                           cover every step. Each window edge is the counter\n"
+    "                           \"htamerge/cupti recording\"\n"
     "      --sync-interval S    seconds between clock-sync rounds (default 10; 0: start and end)\n"
     "      --keep-traces        keep the per-rank trace folders (printed at the end);\n"
     "                           a KEEP file marks them. Each run first removes the\n"
@@ -84,6 +91,7 @@ struct run_opts {
     const char *output;
     double sync_interval_s;
     int keep_traces;
+    const char *window;        /* --cupti-window ON/PERIOD, or NULL */
     const char *serve;      /* --serve ADDR:PORT, NULL = none */
     unsigned capture;       /* RUN_CAP_* bits */
     char **argv;            /* PROGRAM ARGS... (borrowed from main's argv) */
@@ -146,13 +154,29 @@ static void export_capture(unsigned cap)
     setenv("HTAMERGE_CAPTURE", list, 1);
 }
 
+/* --cupti-window ON/PERIOD: milliseconds, 0 < ON < PERIOD <= one hour. */
+static int parse_window(const char *arg, const char **out)
+{
+    long long on, period;
+    int used = 0;
+
+    if (sscanf(arg, "%lld/%lld%n", &on, &period, &used) != 2 || arg[used] != '\0' || on <= 0 ||
+        period <= on || period > 3600000) {
+        cli_error("--cupti-window '%s': want ON/PERIOD in milliseconds with 0 < ON < PERIOD <= "
+                  "3600000, e.g. 1000/10000", arg);
+        return -1;
+    }
+    *out = arg;
+    return 0;
+}
+
 static int parse_run_opts(int argc, char **argv, struct run_opts *o)
 {
     static const struct option longopts[] = {
         {"output", required_argument, 0, 'o'}, {"sync-interval", required_argument, 0, 'S'},
         {"keep-traces", no_argument, 0, 'K'},  {"help", no_argument, 0, 'h'},
         {"serve", required_argument, 0, 'V'}, {"capture", required_argument, 0, 'C'},
-        {0, 0, 0, 0}};
+        {"cupti-window", required_argument, 0, 'W'}, {0, 0, 0, 0}};
     static char defname[64];
     int c;
 
@@ -171,6 +195,10 @@ static int parse_run_opts(int argc, char **argv, struct run_opts *o)
                 return -1;
             export_capture(o->capture);
             break;
+        case 'W':
+            if (parse_window(optarg, &o->window) != 0)
+                return -1;
+            break;
         case 'h': fputs(run_help, stdout); return 1;
         default: fputs(run_help, stderr); return -1;
         }
@@ -178,6 +206,14 @@ static int parse_run_opts(int argc, char **argv, struct run_opts *o)
     if (optind >= argc) {
         cli_error("no PROGRAM to run (try `htamerge --help`)");
         return -1;
+    }
+    if (o->window) {
+        if (!(o->capture & RUN_CAP_CUPTI) || (o->capture & RUN_CAP_CUPTI_RANGE)) {
+            cli_error("--cupti-window needs cupti in --capture, and not cupti-range (which "
+                      "decides when CUPTI records itself)");
+            return -1;
+        }
+        setenv("HTAMERGE_CUPTI_WINDOW", o->window, 1);
     }
     o->argv = argv + optind;
     if (!o->output) {

@@ -12,7 +12,9 @@
 # (torch.profiler, CPU+CUDA), ab_plain / ab_capture / ab_sync (torch_train.py
 # ab: blocks with the CUDA profiler range off and on in one process, plain or
 # under `--capture all,cupti-range` [,cupti-sync | ,cupti-lean]: CUPTI's
-# cost without between-process noise), capture_lean (--capture all,cupti-lean). MODES="plain capture" runs only those.
+# cost without between-process noise), capture_lean (--capture all,cupti-lean),
+# window=ON/PERIOD and lean_window=ON/PERIOD (--cupti-window, default or lean
+# capture). MODES="plain capture" runs only those.
 set -u
 C=$(realpath "${1:?carry}"); O=$(realpath "${2:?out}"); LABEL=${3:?label}; REPS=${4:?reps}; shift 4
 T=$(dirname "$(realpath "$0")")
@@ -35,6 +37,8 @@ for rep in $(seq 1 "$REPS"); do
         ab_capture) cmd=("$H" -o "$W/c.db" --capture all,cupti-range "$P" ab "$@") ;;
         ab_lean) cmd=("$H" -o "$W/c.db" --capture all,cupti-range,cupti-lean "$P" ab "$@") ;;
         capture_lean) cmd=("$H" -o "$W/c.db" --capture all,cupti-lean "$P" plain "$@") ;;
+        window=*) cmd=("$H" -o "$W/c.db" --cupti-window "${mode#window=}" "$P" plain "$@") ;;
+        lean_window=*) cmd=("$H" -o "$W/c.db" --capture all,cupti-lean --cupti-window "${mode#lean_window=}" "$P" plain "$@") ;;
         ab_sync) cmd=("$H" -o "$W/c.db" --capture all,cupti-range,cupti-sync "$P" ab "$@") ;;
         capture_kernelonly) cmd=(env HTAMERGE_CUPTI_KINDS=kernel "$H" -o "$W/c.db" "$P" plain "$@") ;;
         kinds=*) cmd=(env HTAMERGE_CUPTI_KINDS="${mode#kinds=}" "$H" -o "$W/c.db" "$P" plain "$@") ;;
@@ -50,7 +54,7 @@ python3 - "$R" "$LABEL" <<'PY'
 import json, sys, statistics as st
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 modes = ["plain", "capture", "capture_lean", "capture_nocupti", "capture_noapi", "capture_kernelonly", "profiler"]
-modes += sorted({r["mode"] for r in rows if r.get("mode", "").startswith("kinds=")})
+modes += sorted({r["mode"] for r in rows if r.get("mode", "").startswith(("kinds=", "window=", "lean_window="))})
 by = {m: [r for r in rows if r.get("mode") == m and "mean_step_ms" in r] for m in modes}
 base = {r["rep"]: r["mean_step_ms"] for r in by["plain"]}
 print(f"### {sys.argv[2]}")

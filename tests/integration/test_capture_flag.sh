@@ -38,5 +38,19 @@ for c in "cupti-range,nvtx:cupti,cupti-range,nvtx" "cupti-lean:cupti,cupti-lean"
     rm -f env.db cap.txt
 done
 "$H" help run | grep -q -- "--capture LIST" || fail "help run does not document --capture"
+
+# --cupti-window ON/PERIOD reaches the child as HTAMERGE_CUPTI_WINDOW; a bad
+# value or one without cupti (or with cupti-range) is a usage error.
+timeout -k 5 60 mpirun -n 1 "$H" -o win.db --cupti-window 1000/10000 sh -c 'printf "%s" "$HTAMERGE_CUPTI_WINDOW" > win.txt' \
+    > win.log 2>&1 || fail "run with --cupti-window"
+[ "$(cat win.txt 2>/dev/null)" = 1000/10000 ] || fail "--cupti-window: child saw '$(cat win.txt 2>/dev/null)'"
+for bad in "0/100:0 < ON < PERIOD" "100/100:0 < ON < PERIOD" "5/x:ON/PERIOD" "1/3600001:3600000" "10/20 --capture nvtx:needs cupti" \
+           "10/20 --capture cupti-range:not cupti-range"; do
+    # shellcheck disable=SC2086
+    timeout -k 5 60 "$H" -o badw.db --cupti-window ${bad%%:*} true > badw.log 2>&1
+    rc=$?
+    [ $rc = 2 ] && grep -q -- "${bad#*:}" badw.log || { fail "--cupti-window ${bad%%:*}: exit $rc, $(cat badw.log)"; }
+    [ ! -e badw.db ] || fail "--cupti-window ${bad%%:*}: a usage error still wrote badw.db"
+done
 [ $fails = 0 ] && echo "capture flag: ok (kineto: $n_all slices; none: 0)"
 exit $((fails > 0))

@@ -43,7 +43,7 @@ enum { SPARE_BUFS = 4 };       /* pool refill target: requests between two drain
     X(cuptiSubscribe) X(cuptiUnsubscribe) X(cuptiGetResultString) X(cuptiActivityRegisterCallbacks)    \
     X(cuptiActivityEnable) X(cuptiActivityFlushAll) X(cuptiActivityGetNextRecord)                      \
     X(cuptiActivityGetNumDroppedRecords) X(cuptiGetCallbackName) X(cuptiSetThreadIdType)               \
-    X(cuptiGetStreamIdEx) X(cuptiActivityDisable) X(cuptiEnableCallback)
+    X(cuptiGetStreamIdEx) X(cuptiActivityDisable) X(cuptiEnableCallback) X(cuptiFinalize) X(cuptiEnableDomain)
 
 enum { MAX_OUT = 256 };        /* buffers handed to CUPTI and not yet completed */
 enum { MAX_KINDS = 8, MAX_APIS = 128 };
@@ -71,7 +71,13 @@ struct inj_cupti {
     size_t nrt, ndrv;
     pthread_mutex_t rec_mu;    /* guards recording: the profiler calls may race */
     int recording;             /* activity records on (1) or paused by cudaProfilerStop (0) */
-    int lean;                  /* cupti-lean: launches from kernels' queued time, no API records */
+    int lean;                  /* cupti-lean: launches from kernels' queued time, no launch API records */
+    int64_t win_on_ms, win_period_ms;   /* HTAMERGE_CUPTI_WINDOW; period 0: always on */
+    int64_t win_start_ms;      /* mono_ms() when the windows began */
+    _Atomic int wstate;        /* enum win_state */
+    int sync;                  /* cupti-sync, to enable the same kinds again */
+    uint32_t epoch;            /* attaches so far - 1: correlation ids restart at each */
+    int64_t corr_base;         /* drain thread: epoch << 32 of the buffer being parsed */
     uint32_t launch_name;      /* string id of "cudaLaunchKernel" (lean) */
     pthread_t thread;
     int thread_started;
@@ -92,6 +98,13 @@ struct inj_cupti {
     uint32_t ctx_id[MAX_CTX], ctx_dev[MAX_CTX];
     int nctx;
 };
+
+/* Between windows CUPTI is detached (cuptiFinalize), not just disabled:
+ * measured on the H200, a CUPTI with every activity kind disabled still
+ * cost a launch-bound step 13 % (bench/RESULTS.md). NVIDIA's way to detach
+ * is from a callback at an API call's exit, so the drain thread asks and
+ * the next CUDA call of the program does it. */
+enum win_state { WIN_ATTACHED = 0, WIN_DETACH_ASKED, WIN_DETACHING, WIN_DETACHED };
 
 static int64_t mono_ms(void)
 {
@@ -154,13 +167,17 @@ static size_t api_base_len(const char *name)
 
 /* Which API calls become slices: those that launch, copy, set, allocate or
  * wait (runtime), and launches (driver; a runtime call's own driver calls
- * would only repeat it). */
-static int api_wanted(const char *name, int driver)
+ * would only repeat it). cupti-lean keeps all but the launches: they are
+ * hundreds a step and most of CUPTI's cost, while copies, waits and
+ * allocations are few and say why a GPU sat idle. */
+static int api_wanted(const char *name, int driver, int lean)
 {
     static const char *const rt[] = {"Launch", "Memcpy", "Memset", "Synchronize", "StreamWaitEvent",
                                      "EventRecord", "Malloc", "Free"};
     if (driver)
-        return !strncmp(name, "cuLaunch", 8) || !strncmp(name, "cuGraphLaunch", 13);
+        return !lean && (!strncmp(name, "cuLaunch", 8) || !strncmp(name, "cuGraphLaunch", 13));
+    if (lean && strstr(name, "Launch"))
+        return 0;
     for (size_t i = 0; i < sizeof rt / sizeof rt[0]; i++)
         if (strstr(name, rt[i]))
             return 1;
@@ -178,7 +195,7 @@ static uint32_t api_name(struct inj *g, struct inj_cupti *c, int driver, uint32_
     if (cbid < size && keep[cbid])
         return keep[cbid] == 1 ? ids[cbid] : 0;
     c->cuptiGetCallbackName(driver ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &name);
-    if (!name || !api_wanted(name, driver)) {
+    if (!name || !api_wanted(name, driver, c->lean)) {
         if (cbid < size)
             keep[cbid] = 2;
         return 0;
@@ -223,8 +240,8 @@ static void gpu_slice(struct inj *g, struct hm_ring_slice *s, uint64_t start, ui
     inj_emit(g, HM_RING_SLICE, s, sizeof *s);
 }
 
-/* cupti-lean: no API records (their interception is most of CUPTI's cost
- * on a launch-bound step, bench/RESULTS.md), so the launch that the
+/* cupti-lean: no launch API records (their interception is most of CUPTI's
+ * cost on a launch-bound step, bench/RESULTS.md), so the launch that the
  * analyses join to the kernel by correlation id (NVTX GPU projection,
  * launch delays) is rebuilt from the kernel's queued time: a zero-length
  * "cudaLaunchKernel" at the moment the launch put the kernel in the command
@@ -235,7 +252,7 @@ static void gpu_slice(struct inj *g, struct hm_ring_slice *s, uint64_t start, ui
  * on the program's main annotated thread. */
 static void queued_launch(struct inj *g, struct inj_cupti *c, const CUpti_ActivityKernel10 *k)
 {
-    struct hm_ring_slice s = {.correlation = k->correlationId, .bytes = HM_NONE, .tid = 0,
+    struct hm_ring_slice s = {.correlation = c->corr_base + k->correlationId, .bytes = HM_NONE, .tid = 0,
                               .pid = (int32_t)c->pid, .kind = HM_TRACK_CPU_THREAD,
                               .cat = HM_CAT_CUDA_RUNTIME, .name = c->launch_name};
 
@@ -253,7 +270,7 @@ static void on_kernel(struct inj *g, struct inj_cupti *c, const CUpti_ActivityKe
                      (unsigned)k->registersPerThread, k->staticSharedMemory + k->dynamicSharedMemory);
     if (c->lean && k->queued && k->queued != CUPTI_TIMESTAMP_UNKNOWN && k->queued <= k->start)
         queued_launch(g, c, k);
-    struct hm_ring_slice s = {.correlation = k->correlationId, .bytes = HM_NONE, .tid = k->streamId,
+    struct hm_ring_slice s = {.correlation = c->corr_base + k->correlationId, .bytes = HM_NONE, .tid = k->streamId,
                               .pid = (int32_t)k->deviceId, .cat = HM_CAT_KERNEL,
                               .flags = HM_SLICE_F_STREAM_ARG};
 
@@ -262,23 +279,23 @@ static void on_kernel(struct inj *g, struct inj_cupti *c, const CUpti_ActivityKe
     gpu_slice(g, &s, k->start, k->end);
 }
 
-static void on_memcpy(struct inj *g, const CUpti_ActivityMemcpy6 *m)
+static void on_memcpy(struct inj *g, struct inj_cupti *c, const CUpti_ActivityMemcpy6 *m)
 {
     char name[96];
     int n = snprintf(name, sizeof name, "Memcpy %s (%s -> %s)", memcpy_kind(m->copyKind),
                      memory_kind(m->srcKind), memory_kind(m->dstKind));
-    struct hm_ring_slice s = {.correlation = m->correlationId, .bytes = (int64_t)m->bytes,
+    struct hm_ring_slice s = {.correlation = c->corr_base + m->correlationId, .bytes = (int64_t)m->bytes,
                               .tid = m->streamId, .pid = (int32_t)m->deviceId,
                               .cat = HM_CAT_GPU_MEMCPY, .flags = HM_SLICE_F_STREAM_ARG};
     s.name = inj_str(g, name, (size_t)n);
     gpu_slice(g, &s, m->start, m->end);
 }
 
-static void on_memset(struct inj *g, const CUpti_ActivityMemset4 *m)
+static void on_memset(struct inj *g, struct inj_cupti *c, const CUpti_ActivityMemset4 *m)
 {
     char name[64];
     int n = snprintf(name, sizeof name, "Memset (%s)", memory_kind(m->memoryKind));
-    struct hm_ring_slice s = {.correlation = m->correlationId, .bytes = (int64_t)m->bytes,
+    struct hm_ring_slice s = {.correlation = c->corr_base + m->correlationId, .bytes = (int64_t)m->bytes,
                               .tid = m->streamId, .pid = (int32_t)m->deviceId,
                               .cat = HM_CAT_GPU_MEMSET, .flags = HM_SLICE_F_STREAM_ARG};
     s.name = inj_str(g, name, (size_t)n);
@@ -291,7 +308,7 @@ static void on_sync(struct inj *g, struct inj_cupti *c, const CUpti_ActivitySync
                                         "Context Sync"};
     unsigned t = (unsigned)y->type < 5 ? (unsigned)y->type : 0;
     int has_stream = y->streamId != CUPTI_SYNCHRONIZATION_INVALID_VALUE;
-    struct hm_ring_slice s = {.correlation = y->correlationId, .bytes = HM_NONE,
+    struct hm_ring_slice s = {.correlation = c->corr_base + y->correlationId, .bytes = HM_NONE,
                               .tid = has_stream ? (int64_t)y->streamId : -1,
                               .pid = (int32_t)ctx_device(c, y->contextId), .cat = HM_CAT_CUDA_SYNC,
                               .flags = has_stream ? HM_SLICE_F_STREAM_ARG : 0};
@@ -301,7 +318,7 @@ static void on_sync(struct inj *g, struct inj_cupti *c, const CUpti_ActivitySync
 
 static void on_api(struct inj *g, struct inj_cupti *c, const CUpti_ActivityAPI *a, int driver)
 {
-    struct hm_ring_slice s = {.correlation = a->correlationId, .bytes = HM_NONE, .tid = a->threadId,
+    struct hm_ring_slice s = {.correlation = c->corr_base + a->correlationId, .bytes = HM_NONE, .tid = a->threadId,
                               .pid = (int32_t)a->processId, .kind = HM_TRACK_CPU_THREAD,
                               .cat = driver ? HM_CAT_CUDA_DRIVER : HM_CAT_CUDA_RUNTIME};
 
@@ -326,8 +343,8 @@ static void on_record(struct inj *g, struct inj_cupti *c, CUpti_Activity *r)
     switch (r->kind) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: on_kernel(g, c, (const void *)r); break;
-    case CUPTI_ACTIVITY_KIND_MEMCPY: on_memcpy(g, (const void *)r); break;
-    case CUPTI_ACTIVITY_KIND_MEMSET: on_memset(g, (const void *)r); break;
+    case CUPTI_ACTIVITY_KIND_MEMCPY: on_memcpy(g, c, (const void *)r); break;
+    case CUPTI_ACTIVITY_KIND_MEMSET: on_memset(g, c, (const void *)r); break;
     case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: on_sync(g, c, (const void *)r); break;
     case CUPTI_ACTIVITY_KIND_RUNTIME: on_api(g, c, (const void *)r, 0); break;
     case CUPTI_ACTIVITY_KIND_DRIVER: on_api(g, c, (const void *)r, 1); break;
@@ -341,6 +358,8 @@ static void parse_buffer(struct inj *g, struct inj_cupti *c, struct inj_cbuf *b)
 {
     uint8_t *data = inj_cbuf_data(b);
     CUpti_Activity *r = NULL;
+
+    c->corr_base = (int64_t)b->epoch << 32;
 
     while (c->cuptiActivityGetNextRecord(data, b->valid, &r) == CUPTI_SUCCESS)
         on_record(g, c, r);
@@ -398,6 +417,7 @@ static void CUPTIAPI buf_complete(CUcontext ctx, uint32_t stream, uint8_t *buffe
         return;
     }
     b->valid = valid;
+    b->epoch = c->epoch;
     b->next = NULL;
     if (c->tail)
         c->tail->next = b;
@@ -425,6 +445,70 @@ static void parse_list(struct inj *g, struct inj_cupti *c, struct inj_cbuf *b)
     }
 }
 
+static CUptiResult subscribe(struct inj_cupti *c, char *why, size_t len);
+static int enable_all(struct inj_cupti *c, int sync, char *why, size_t len);
+
+/* Recording windows (HTAMERGE_CUPTI_WINDOW=ON_MS/PERIOD_MS): CUPTI is
+ * attached for the first ON_MS of every PERIOD_MS and detached in between
+ * (enum win_state), so a long job pays CUPTI's cost ON/PERIOD of the time
+ * while NVTX and the NCCL plugin (no such cost) record everything. Checked
+ * on the drain thread's wake-ups, so a window's edges move by up to
+ * WAKE_MS, and a detach waits for the program's next CUDA call; each
+ * change is the counter "htamerge/cupti recording" when it took effect. */
+static void reattach(struct inj *g, struct inj_cupti *c)
+{
+    char why[256] = "";
+
+    c->nkinds = c->nrt = c->ndrv = 0;
+    c->epoch++;
+    if (subscribe(c, why, sizeof why) != CUPTI_SUCCESS || enable_all(c, c->sync, why, sizeof why) != 0) {
+        fprintf(stderr, "htamerge: CUPTI did not attach again for a recording window (%s); "
+                        "no more CUDA activity from process %d\n", why, (int)c->pid);
+        c->win_period_ms = 0;
+        return;
+    }
+    atomic_store(&c->wstate, WIN_ATTACHED);
+    inj_counter(g, "htamerge/cupti recording", 1, -1);
+}
+
+static void window_tick(struct inj *g, struct inj_cupti *c)
+{
+    int want = (mono_ms() - c->win_start_ms) % c->win_period_ms < c->win_on_ms;
+    int st = atomic_load(&c->wstate), asked = WIN_DETACH_ASKED;
+
+    if (want && st == WIN_DETACHED) {
+        reattach(g, c);
+    } else if (want && st == WIN_DETACH_ASKED &&
+               atomic_compare_exchange_strong(&c->wstate, &asked, WIN_ATTACHED)) {
+        /* No CUDA call came to detach on during the pause: stay. */
+        c->cuptiEnableDomain(0, c->sub, CUPTI_CB_DOMAIN_RUNTIME_API);
+        c->cuptiEnableDomain(0, c->sub, CUPTI_CB_DOMAIN_DRIVER_API);
+    } else if (!want && st == WIN_ATTACHED) {
+        c->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+        if (c->cuptiEnableDomain(1, c->sub, CUPTI_CB_DOMAIN_RUNTIME_API) == CUPTI_SUCCESS &&
+            c->cuptiEnableDomain(1, c->sub, CUPTI_CB_DOMAIN_DRIVER_API) == CUPTI_SUCCESS)
+            atomic_store(&c->wstate, WIN_DETACH_ASKED);
+    }
+}
+
+/* On a program thread, at the exit of a CUDA call: the detach the drain
+ * thread asked for. Only the thread that wins the exchange finalizes; no
+ * lock is held, since cuptiFinalize waits for the other threads' callbacks. */
+static int detach_here(struct inj *g, struct inj_cupti *c, const CUpti_CallbackData *cd)
+{
+    int asked = WIN_DETACH_ASKED;
+
+    if (atomic_load(&c->wstate) != WIN_DETACH_ASKED)
+        return 0;
+    if (cd->callbackSite == CUPTI_API_EXIT &&
+        atomic_compare_exchange_strong(&c->wstate, &asked, WIN_DETACHING)) {
+        c->cuptiFinalize();
+        inj_counter(g, "htamerge/cupti recording", 0, -1);
+        atomic_store(&c->wstate, WIN_DETACHED);
+    }
+    return 1;
+}
+
 static void *drain_main(void *arg)
 {
     struct inj *g = arg;
@@ -447,7 +531,9 @@ static void *drain_main(void *arg)
         parse_list(g, c, list);
         inj_cbuf_pool_refill(&c->pool);
         hm_ring_heartbeat(g->ring);
-        if (mono_ms() - flushed >= FLUSH_MS) {
+        if (c->win_period_ms)
+            window_tick(g, c);
+        if (mono_ms() - flushed >= FLUSH_MS && atomic_load(&c->wstate) == WIN_ATTACHED) {
             c->cuptiActivityFlushAll(0);   /* completes buffers on this thread: mu not held */
             flushed = mono_ms();
         }
@@ -519,7 +605,7 @@ static int enable_some_apis(struct inj_cupti *c)
     for (uint32_t id = 1; id < CUPTI_RUNTIME_TRACE_CBID_SIZE; id++) {
         name = NULL;
         c->cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, id, &name);
-        if (!name || !api_wanted(name, 0))
+        if (!name || !api_wanted(name, 0, c->lean))
             continue;
         if (c->nrt == MAX_APIS || c->enable_rt_api(id, 1) != CUPTI_SUCCESS)
             return -1;
@@ -528,13 +614,23 @@ static int enable_some_apis(struct inj_cupti *c)
     for (uint32_t id = 1; id < CUPTI_DRIVER_TRACE_CBID_SIZE; id++) {
         name = NULL;
         c->cuptiGetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, id, &name);
-        if (!name || !api_wanted(name, 1))
+        if (!name || !api_wanted(name, 1, c->lean))
             continue;
         if (c->ndrv == MAX_APIS || c->enable_drv_api(id, 1) != CUPTI_SUCCESS)
             return -1;
         c->drv_apis[c->ndrv++] = id;
     }
     return 0;
+}
+
+/* Undoes a partial enable_some_apis. */
+static void forget_apis(struct inj_cupti *c)
+{
+    for (size_t i = 0; i < c->nrt; i++)
+        c->enable_rt_api(c->rt_apis[i], 0);
+    for (size_t i = 0; i < c->ndrv; i++)
+        c->enable_drv_api(c->drv_apis[i], 0);
+    c->nrt = c->ndrv = 0;
 }
 
 /* HTAMERGE_CUPTI_KINDS (a diagnostic for the overhead benchmark): which
@@ -594,9 +690,15 @@ static int enable_all(struct inj_cupti *c, int sync, char *why, size_t len)
         snprintf(why, len, "cuptiActivityRegisterCallbacks: %s", result_text(c, r));
         return -1;
     }
-    if (c->lean || !kind_wanted(only, sync, CUPTI_ACTIVITY_KIND_RUNTIME))
+    if (!kind_wanted(only, sync, CUPTI_ACTIVITY_KIND_RUNTIME))
         nkinds -= 2;
-    else if (!getenv("HTAMERGE_CUPTI_ALL_APIS") && enable_some_apis(c) == 0)
+    else if (c->lean) {
+        /* Never every call: that is the cost lean is for. Without per-call
+         * tracing (CUPTI < 12.6) lean records no API call at all. */
+        if (enable_some_apis(c) != 0)
+            forget_apis(c);
+        nkinds -= 2;
+    } else if (!getenv("HTAMERGE_CUPTI_ALL_APIS") && enable_some_apis(c) == 0)
         nkinds -= 2;   /* not RUNTIME and DRIVER: they would turn every call on again */
     for (size_t i = 0; i < nkinds; i++) {
         if (!kind_wanted(only, sync, kinds[i]))
@@ -630,7 +732,7 @@ static void set_recording(struct inj *g, struct inj_cupti *c, int on)
             c->enable_drv_api(c->drv_apis[i], (uint8_t)on);
         c->recording = on;
         inj_counter(g, "htamerge/cupti recording", on, -1);
-        inj_debug(g, "CUPTI records %s", on ? "on (cudaProfilerStart)" : "off (cudaProfilerStop)");
+        inj_debug(g, "CUPTI records %s", on ? "on" : "off");
     }
     pthread_mutex_unlock(&c->rec_mu);
 }
@@ -648,6 +750,8 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain, CU
 
     (void)userdata;
     if (!g->cupti || !cd || (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API))
+        return;
+    if (detach_here(g, g->cupti, cd))
         return;
     start = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000
                                                   : cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart;
@@ -680,6 +784,30 @@ static int range_start(struct inj *g, struct inj_cupti *c, char *why, size_t len
     return 0;
 }
 
+/* HTAMERGE_CUPTI_WINDOW, "ON_MS/PERIOD_MS" with 0 < ON_MS < PERIOD_MS
+ * (htamerge run --cupti-window checks it; a bad value set by hand is said
+ * once and leaves CUPTI recording all the time). */
+static void window_setup(struct inj *g, struct inj_cupti *c)
+{
+    const char *v = getenv("HTAMERGE_CUPTI_WINDOW");
+    long long on, period;
+    int used = 0;
+
+    if (!v || !*v)
+        return;
+    if (sscanf(v, "%lld/%lld%n", &on, &period, &used) != 2 || v[used] != '\0' || on <= 0 ||
+        period <= on) {
+        fprintf(stderr, "htamerge: HTAMERGE_CUPTI_WINDOW='%s' is not ON_MS/PERIOD_MS with 0 < ON_MS < "
+                        "PERIOD_MS; CUPTI records all the time\n", v);
+        return;
+    }
+    c->win_on_ms = on;
+    c->win_period_ms = period;
+    c->win_start_ms = mono_ms();
+    inj_counter(g, "htamerge/cupti recording", 1, -1);
+    inj_debug(g, "CUPTI records %lld ms of every %lld ms", on, period);
+}
+
 int inj_cupti_start(struct inj *g)
 {
     struct inj_cupti *c;
@@ -697,14 +825,17 @@ int inj_cupti_start(struct inj *g)
         goto off;
     c->pid = g->pid;
     c->lean = (g->capture & INJ_CAP_CUPTI_LEAN) != 0;
+    c->sync = (g->capture & INJ_CAP_CUPTI_SYNC) != 0;
     c->launch_name = c->lean ? inj_str(g, "cudaLaunchKernel", 16) : 0;
     if (inj_cbuf_pool_init(&c->pool, BUF_BYTES, SPARE_BUFS) != 0)
         inj_debug(g, "CUPTI buffer pool short of memory; requests will allocate");
     g->cupti = c;   /* buf_request and buf_complete look here */
-    if (enable_all(c, (g->capture & INJ_CAP_CUPTI_SYNC) != 0, why, sizeof why) != 0)
+    if (enable_all(c, c->sync, why, sizeof why) != 0)
         goto off_subscribed;
     if ((g->capture & INJ_CAP_CUPTI_RANGE) && range_start(g, c, why, sizeof why) != 0)
         goto off_subscribed;
+    if (!(g->capture & INJ_CAP_CUPTI_RANGE))
+        window_setup(g, c);
     if (pthread_create(&c->thread, NULL, drain_main, g) == 0)
         c->thread_started = 1;
     inj_debug(g, "CUPTI capture on (buffers zeroed by %s)", c->zeroed ? "htamerge" : "CUPTI");
@@ -721,28 +852,44 @@ off:
     return -1;
 }
 
+/* At exit: 1 when CUPTI is attached (a pending detach is called off), 0
+ * when a window pause detached it: any CUPTI call would attach it again. */
+static int settle_window(struct inj_cupti *c)
+{
+    int asked = WIN_DETACH_ASKED;
+
+    if (atomic_compare_exchange_strong(&c->wstate, &asked, WIN_ATTACHED))
+        return 1;
+    for (int i = 0; i < 2000 && atomic_load(&c->wstate) == WIN_DETACHING; i++)
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    return atomic_load(&c->wstate) == WIN_ATTACHED;
+}
+
 void inj_cupti_stop(struct inj *g)
 {
     struct inj_cupti *c = g->cupti;
     struct inj_cbuf *rest;
     size_t dropped = 0;
+    int attached;
 
     if (!c || c->pid != g->pid)
         return;   /* none, or a forked child: CUPTI belongs to the parent */
-    c->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     pthread_mutex_lock(&c->mu);
     c->stop = 1;
     pthread_cond_signal(&c->cv);
     pthread_mutex_unlock(&c->mu);
     if (c->thread_started)
-        pthread_join(c->thread, NULL);
+        pthread_join(c->thread, NULL);   /* first: it changes windows */
     c->thread_started = 0;
+    attached = settle_window(c);
+    if (attached)
+        c->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);   /* queues the rest */
     pthread_mutex_lock(&c->mu);
     rest = take_all(c);
     pthread_mutex_unlock(&c->mu);
     parse_list(g, c, rest);
     inj_cbuf_pool_drop_all(&c->pool);   /* a later request (exit handlers) allocates */
-    if (c->cuptiActivityGetNumDroppedRecords(NULL, 0, &dropped) == CUPTI_SUCCESS && dropped)
+    if (attached && c->cuptiActivityGetNumDroppedRecords(NULL, 0, &dropped) == CUPTI_SUCCESS && dropped)
         inj_counter(g, "htamerge/cupti dropped records", (double)dropped, -1);
     /* Always written: 0 is the proof no training thread allocated a buffer. */
     inj_counter(g, "htamerge/cupti buffer pool misses", (double)atomic_load(&c->pool.misses), -1);

@@ -133,6 +133,7 @@ struct inj_nccl {
 struct inj_cbuf {
     struct inj_cbuf *next;          /* pool or completed-queue link */
     size_t valid;                   /* bytes CUPTI filled, set at completion */
+    uint32_t epoch;                 /* CUPTI attach it was filled in (cupti.c: windows) */
 };                                  /* the data (pool->bytes) follows */
 struct inj_cbuf_pool {
     pthread_mutex_t mu;             /* guards free, nfree; held for list ops only */

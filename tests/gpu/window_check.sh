@@ -1,0 +1,35 @@
+#!/bin/bash
+# --cupti-window on the PyTorch step (issue 6): CUPTI records only inside
+# its windows, NVTX throughout. Prints the windows the database holds, the
+# kernels inside and outside them (a kernel launched just before a window
+# closed may run after it: up to 50 ms late is counted as inside), and the
+# train_step ranges (NVTX, never paused).
+#
+# usage: tests/gpu/window_check.sh CARRY OUT ON/PERIOD [torch_train.py args]
+set -u
+C=$(realpath "${1:?carry}"); O=$(realpath "${2:?out}"); WIN=${3:?ON/PERIOD}; shift 3
+T=$(dirname "$(realpath "$0")")
+W=$(mktemp -d /tmp/hmwin.XXXX)
+. "$T/carry_env.sh"
+hm_carry_env "$C" "$W"
+mkdir -p "$O"
+H=$C/htamerge
+R=$O/window_check.txt
+timeout 300 "$H" -o "$W/win.db" --capture all,cupti-lean --cupti-window "$WIN" "$T/torch_train.py" plain "$@" \
+    >"$W/out.txt" 2>&1
+echo "window $WIN: rc=$? $(grep '^RESULT' "$W/out.txt")" | tee -a "$R"
+"$H" sql "$W/win.db" "
+with rec as (select c.ts, c.value from counters c join strings s on s.id = c.name
+             where s.str = 'htamerge/cupti recording'),
+     w as (select ts as t0, coalesce((select min(r2.ts) from rec r2 where r2.ts > r.ts and r2.value = 0),
+                                     (select max(ts + dur) from slices)) as t1
+           from rec r where value = 1),
+     k as (select s.ts from v_slices s where s.category = 'kernel')
+select (select count(*) from w) windows,
+       (select round(avg(t1 - t0) / 1e6, 1) from w) mean_window_ms,
+       (select count(*) from k) kernels,
+       (select count(*) from k where not exists (select 1 from w where k.ts >= w.t0 and k.ts <= w.t1 + 50000000)) outside,
+       (select count(*) from v_slices where name = 'train_step' and category = 'nvtx') nvtx_train_steps" 2>&1 | tee -a "$R"
+# The window edges as recorded (ms from the first): on = 1, off = 0.
+"$H" sql "$W/win.db" "select round((c.ts - (select min(ts) from counters)) / 1e6, 1) ms, c.value from counters c
+                      join strings s on s.id = c.name where s.str = 'htamerge/cupti recording' order by c.ts" 2>&1 | tee -a "$R"
