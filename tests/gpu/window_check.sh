@@ -33,3 +33,21 @@ select (select count(*) from w) windows,
 # The window edges as recorded (ms from the first): on = 1, off = 0.
 "$H" sql "$W/win.db" "select round((c.ts - (select min(ts) from counters)) / 1e6, 1) ms, c.value from counters c
                       join strings s on s.id = c.name where s.str = 'htamerge/cupti recording' order by c.ts" 2>&1 | tee -a "$R"
+# In-process on/off: the NVTX train_steps wholly inside a later window (CUPTI
+# attached) against those wholly between windows (detached), after the first
+# window (it holds start-up and warm-up). Same process, same warm state.
+"$H" sql "$W/win.db" "
+with rec as (select c.ts, c.value from counters c join strings s on s.id = c.name
+             where s.str = 'htamerge/cupti recording'),
+     w as (select ts as t0, coalesce((select min(r2.ts) from rec r2 where r2.ts > r.ts and r2.value = 0),
+                                     (select max(ts + dur) from slices)) as t1
+           from rec r where value = 1),
+     first_off as (select min(ts) t from rec where value = 0),
+     st as (select s.ts, s.dur, exists (select 1 from w where s.ts >= w.t0 and s.ts + s.dur <= w.t1) inside,
+                   exists (select 1 from w where s.ts < w.t1 and s.ts + s.dur > w.t0) touches
+            from v_slices s where s.name = 'train_step' and s.category = 'nvtx' and s.rank = 0
+              and s.ts > (select t from first_off))
+select sum(inside) steps_attached, round(avg(case when inside then dur end) / 1e6, 3) ms_attached,
+       sum(not touches) steps_detached, round(avg(case when not touches then dur end) / 1e6, 3) ms_detached,
+       round(avg(case when inside then dur end) / avg(case when not touches then dur end), 4) ratio
+from st" 2>&1 | tee -a "$R"
