@@ -78,6 +78,7 @@ struct inj_cupti {
     int sync;                  /* cupti-sync, to enable the same kinds again */
     uint32_t epoch;            /* attaches so far - 1: correlation ids restart at each */
     int64_t corr_base;         /* drain thread: epoch << 32 of the buffer being parsed */
+    uint64_t held_at_detach;   /* buffers a detach left with CUPTI (drain thread) */
     uint32_t launch_name;      /* string id of "cudaLaunchKernel" (lean) */
     pthread_t thread;
     int thread_started;
@@ -455,10 +456,33 @@ static int enable_all(struct inj_cupti *c, int sync, char *why, size_t len);
  * on the drain thread's wake-ups, so a window's edges move by up to
  * WAKE_MS, and a detach waits for the program's next CUDA call; each
  * change is the counter "htamerge/cupti recording" when it took effect. */
+/* Buffers a finalized CUPTI still held (it was flushed just before the
+ * detach was asked, so only what it took in between): back to the pool,
+ * so that MAX_OUT never fills over many windows; their count is said. */
+static void reclaim_held(struct inj *g, struct inj_cupti *c)
+{
+    uint8_t *held[MAX_OUT];
+    int n = 0;
+
+    pthread_mutex_lock(&c->mu);
+    for (int i = 0; i < MAX_OUT; i++)
+        if (c->out[i]) {
+            held[n++] = c->out[i];
+            c->out[i] = NULL;
+        }
+    pthread_mutex_unlock(&c->mu);
+    for (int i = 0; i < n; i++)
+        inj_cbuf_pool_put(&c->pool, inj_cbuf_of(held[i]), c->pool.bytes);
+    c->held_at_detach += (uint64_t)n;
+    if (n)
+        inj_counter(g, "htamerge/cupti buffers lost at detach", (double)c->held_at_detach, -1);
+}
+
 static void reattach(struct inj *g, struct inj_cupti *c)
 {
     char why[256] = "";
 
+    reclaim_held(g, c);
     c->nkinds = c->nrt = c->ndrv = 0;
     c->epoch++;
     if (subscribe(c, why, sizeof why) != CUPTI_SUCCESS || enable_all(c, c->sync, why, sizeof why) != 0) {
