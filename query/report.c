@@ -143,6 +143,41 @@ static void judge_run_status(sqlite3 *db, cJSON *doc)
             doc, "run_status", cJSON_CreateString("incomplete (the merger stopped before finishing)"));
 }
 
+/* Live capture that paused CUPTI (cupti-range, --cupti-window) left GPU
+ * activity for part of the run only: the kernel-based topics then say so
+ * as doc.gpu_recording, since they count the pauses as GPU idle. */
+static int add_recording_note(sqlite3 *db, cJSON *doc, struct hm_err *err)
+{
+    sqlite3_stmt *st = NULL;
+    int64_t pauses = 0, paused = 0, span = 0;
+    char note[320];
+    int rc = sqlite3_prepare_v2(db, hm_sql_report_cupti_paused, -1, &st, NULL);
+
+    if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW)
+        pauses = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    st = NULL;
+    if (rc == SQLITE_ROW && pauses > 0 &&
+        (rc = sqlite3_prepare_v2(db, hm_sql_report_cupti_pauses, -1, &st, NULL)) == SQLITE_OK &&
+        (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        pauses = sqlite3_column_int64(st, 0);
+        paused = sqlite3_column_int64(st, 1);
+        span = sqlite3_column_int64(st, 2);
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return hm_err_set(err, HM_ESQL, sqlite3_db_filename(db, "main"), -1, "report: %s", sqlite3_errmsg(db));
+    if (pauses <= 0)
+        return 0;
+    snprintf(note, sizeof note,
+             "CUPTI recorded part of the run only (cupti-range or --cupti-window): %lld pauses, "
+             "%.0f%% of the pausing ranks' time unrecorded; kernel-based numbers cover the recorded "
+             "time and count the pauses as GPU idle",
+             (long long)pauses, span > 0 ? 100.0 * (double)paused / (double)span : 0.0);
+    return cJSON_AddStringToObject(doc, "gpu_recording", note) ? 0
+                                                                : hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
+}
+
 /* The whole run's straggler verdict as doc.straggler (rank or null) and
  * doc.evidence. */
 static int add_verdict(sqlite3 *db, cJSON *doc, struct hm_err *err)
@@ -193,17 +228,27 @@ int qry_report_build(sqlite3 *db, const struct qry_report_opts *o, cJSON **out, 
         if (rc == 0)
             cJSON_AddStringToObject(doc, "definitions", o->all_steps ? "all steps" : "HTA (last step dropped)");
         if (rc == 0)
+            rc = add_recording_note(db, doc, err);
+        if (rc == 0)
             rc = add_rows(db, o, hm_sql_report_summary_ranks, doc, "ranks", err);
         if (rc == 0)
             rc = add_rows(db, o, hm_sql_report_summary_skipped, doc, "skipped", err);
     } else if (!strcmp(t, "temporal")) {
-        rc = add_rows(db, o, hm_sql_report_temporal, doc, "ranks", err);
+        rc = add_recording_note(db, doc, err);
+        if (rc == 0)
+            rc = add_rows(db, o, hm_sql_report_temporal, doc, "ranks", err);
     } else if (!strcmp(t, "overlap")) {
-        rc = add_rows(db, o, hm_sql_report_overlap, doc, "ranks", err);
+        rc = add_recording_note(db, doc, err);
+        if (rc == 0)
+            rc = add_rows(db, o, hm_sql_report_overlap, doc, "ranks", err);
     } else if (!strcmp(t, "idle")) {
-        rc = add_rows(db, o, hm_sql_report_idle, doc, "streams", err);
+        rc = add_recording_note(db, doc, err);
+        if (rc == 0)
+            rc = add_rows(db, o, hm_sql_report_idle, doc, "streams", err);
     } else if (!strcmp(t, "kernels")) {
-        rc = add_rows(db, o, hm_sql_report_kernel_types, doc, "kernel_types", err);
+        rc = add_recording_note(db, doc, err);
+        if (rc == 0)
+            rc = add_rows(db, o, hm_sql_report_kernel_types, doc, "kernel_types", err);
         if (rc == 0)
             rc = add_rows(db, o, hm_sql_report_kernels, doc, "kernels", err);
     } else if (!strcmp(t, "steps")) {
@@ -223,7 +268,9 @@ int qry_report_build(sqlite3 *db, const struct qry_report_opts *o, cJSON **out, 
     } else if (!strcmp(t, "collectives")) {
         rc = add_rows(db, o, hm_sql_report_collectives, doc, "instances", err);
     } else if (!strcmp(t, "nvtx")) {
-        rc = add_rows(db, o, hm_sql_report_nvtx, doc, "ranges", err);
+        rc = add_recording_note(db, doc, err);
+        if (rc == 0)
+            rc = add_rows(db, o, hm_sql_report_nvtx, doc, "ranges", err);
     } else {
         rc = hm_err_set(err, HM_EINVAL, NULL, -1, "unknown report topic '%s'", t);
     }

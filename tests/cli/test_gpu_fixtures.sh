@@ -190,6 +190,27 @@ else
     fail "htamerge-reanalyse not found at $RE"
 fi
 
+# ---- a capture that paused CUPTI (--cupti-window, cupti-range): the
+# kernel-based topics say how much of the run was not recorded ----
+cp "$T/torch_lean.db" "$T/paused.db"
+python3 - "$T/paused.db" <<'EOF' || fail "could not add pauses to paused.db"
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+steps = [r[0] for r in db.execute("select s.ts from slices s join strings n on n.id = s.name "
+                                  "where n.str = 'train_step' order by s.ts")]
+sid = db.execute("select max(id) + 1 from strings").fetchone()[0]
+db.execute("insert into strings values (?, 'htamerge/cupti recording')", (sid,))
+for ts, v in [(steps[0] - 1000, 1), (steps[1] - 10, 0), (steps[3] - 10, 1), (steps[5] - 10, 0)]:
+    db.execute("insert into counters (rank, device, name, ts, value) values (0, -1, ?, ?, ?)", (sid, ts, v))
+db.commit()
+EOF
+for topic in summary temporal idle overlap kernels nvtx; do
+    "$H" report "$T/paused.db" $topic --format json > "$T/paused.$topic.json" 2>&1 || fail "report paused $topic"
+    check "$T/paused.$topic.json" '"CUPTI recorded part of the run only" in d["gpu_recording"] and ": 2 pauses, " in d["gpu_recording"]'
+done
+"$H" report "$T/torch_lean.db" temporal --format json > "$T/unpaused.json" 2>&1
+check "$T/unpaused.json" '"gpu_recording" not in d'
+
 # ---- every topic on every fixture ----
 for f in $FIXTURES; do
     for topic in summary temporal overlap idle kernels steps clocks stragglers collectives nvtx; do
