@@ -201,6 +201,32 @@ static const char sql_help[] =
     "  htamerge sql run.db 'SELECT * FROM v_stragglers' --format csv > stragglers.csv\n"
     "  htamerge sql run.db \"SELECT name FROM sqlite_schema WHERE type = 'view'\"\n";
 
+/* A statement that begins with a SQL comment ("-- top ranks\nSELECT ...")
+ * would be read as a long option: an argument before any "--" that starts
+ * with "--" and holds white space is the statement. av (argc + 2 slots)
+ * gets argv with it moved last, after a "--", where getopt leaves it.
+ * Returns av's argc. */
+static int statement_last(int argc, char **argv, char **av)
+{
+    static char dashdash[] = "--";
+    char *stmt = NULL;
+    int n = 0, seen_dashdash = 0;
+
+    for (int i = 0; i < argc; i++) {
+        seen_dashdash |= i > 0 && !strcmp(argv[i], "--");
+        if (i > 0 && !seen_dashdash && !stmt && !strncmp(argv[i], "--", 2) && strpbrk(argv[i], " \t\n"))
+            stmt = argv[i];
+        else
+            av[n++] = argv[i];
+    }
+    if (stmt && !seen_dashdash)
+        av[n++] = dashdash;
+    if (stmt)
+        av[n++] = stmt;
+    av[n] = NULL;
+    return n;
+}
+
 int cli_sql(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -213,6 +239,14 @@ int cli_sql(int argc, char **argv)
     sqlite3 *db;
     int c, rc;
 
+    char *av[16];
+
+    if (argc + 3 > (int)(sizeof av / sizeof av[0])) {
+        fputs(sql_help, stderr);
+        return CLI_EXIT_USAGE;
+    }
+    argc = statement_last(argc, argv, av);
+    argv = av;
     optind = 1;
     while ((c = getopt_long(argc, argv, "f:h", longopts, NULL)) != -1) {
         switch (c) {

@@ -43,6 +43,10 @@ expect_err "refused"
 expect_rc 1 "sql attach refused" "$H" sql "$T/tf.db" "ATTACH '$T/x.db' AS x"
 expect_rc 1 "sql two statements" "$H" sql "$T/tf.db" "SELECT 1; SELECT 2"
 expect_rc 0 "sql master readable" "$H" sql "$T/tf.db" "SELECT count(*) FROM sqlite_master"
+# A statement that opens with a SQL comment is the statement, not an option.
+[ "$(sql1 "$T/tf.db" "-- rank 0's idle time
+SELECT idle_us FROM v_temporal WHERE rank = 0")" = 321378 ] || fail "sql statement opening with a comment"
+expect_rc 2 "sql unknown option" "$H" sql "$T/tf.db" --bogus "SELECT 1"
 
 # Bad inputs: one line naming the file (and the offset when known).
 mkdir -p "$T/bad"
