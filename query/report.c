@@ -178,6 +178,16 @@ static int add_recording_note(sqlite3 *db, cJSON *doc, struct hm_err *err)
                                                                 : hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
 }
 
+static int counts_gpu_time(const char *topic)
+{
+    static const char *const kernel_topics[] = {"temporal", "overlap", "idle", "kernels", "nvtx"};
+
+    for (size_t i = 0; i < sizeof kernel_topics / sizeof kernel_topics[0]; i++)
+        if (!strcmp(topic, kernel_topics[i]))
+            return 1;
+    return 0;
+}
+
 /* The whole run's straggler verdict as doc.straggler (rank or null) and
  * doc.evidence. */
 static int add_verdict(sqlite3 *db, cJSON *doc, struct hm_err *err)
@@ -219,6 +229,12 @@ int qry_report_build(sqlite3 *db, const struct qry_report_opts *o, cJSON **out, 
                           "--steps applies to the steps, stragglers, collectives and nvtx topics; the "
                           "others cover the whole run");
     }
+    /* Topics built on kernel times say when CUPTI paused (summary says it
+     * after its facts, below). */
+    if (counts_gpu_time(t) && (rc = add_recording_note(db, doc, err)) != 0) {
+        cJSON_Delete(doc);
+        return rc;
+    }
     if (!strcmp(t, "summary")) {
         rc = add_facts(db, hm_sql_report_summary_run, doc, err);
         if (rc == 0)
@@ -234,21 +250,13 @@ int qry_report_build(sqlite3 *db, const struct qry_report_opts *o, cJSON **out, 
         if (rc == 0)
             rc = add_rows(db, o, hm_sql_report_summary_skipped, doc, "skipped", err);
     } else if (!strcmp(t, "temporal")) {
-        rc = add_recording_note(db, doc, err);
-        if (rc == 0)
-            rc = add_rows(db, o, hm_sql_report_temporal, doc, "ranks", err);
+        rc = add_rows(db, o, hm_sql_report_temporal, doc, "ranks", err);
     } else if (!strcmp(t, "overlap")) {
-        rc = add_recording_note(db, doc, err);
-        if (rc == 0)
-            rc = add_rows(db, o, hm_sql_report_overlap, doc, "ranks", err);
+        rc = add_rows(db, o, hm_sql_report_overlap, doc, "ranks", err);
     } else if (!strcmp(t, "idle")) {
-        rc = add_recording_note(db, doc, err);
-        if (rc == 0)
-            rc = add_rows(db, o, hm_sql_report_idle, doc, "streams", err);
+        rc = add_rows(db, o, hm_sql_report_idle, doc, "streams", err);
     } else if (!strcmp(t, "kernels")) {
-        rc = add_recording_note(db, doc, err);
-        if (rc == 0)
-            rc = add_rows(db, o, hm_sql_report_kernel_types, doc, "kernel_types", err);
+        rc = add_rows(db, o, hm_sql_report_kernel_types, doc, "kernel_types", err);
         if (rc == 0)
             rc = add_rows(db, o, hm_sql_report_kernels, doc, "kernels", err);
     } else if (!strcmp(t, "steps")) {
@@ -268,9 +276,7 @@ int qry_report_build(sqlite3 *db, const struct qry_report_opts *o, cJSON **out, 
     } else if (!strcmp(t, "collectives")) {
         rc = add_rows(db, o, hm_sql_report_collectives, doc, "instances", err);
     } else if (!strcmp(t, "nvtx")) {
-        rc = add_recording_note(db, doc, err);
-        if (rc == 0)
-            rc = add_rows(db, o, hm_sql_report_nvtx, doc, "ranges", err);
+        rc = add_rows(db, o, hm_sql_report_nvtx, doc, "ranges", err);
     } else {
         rc = hm_err_set(err, HM_EINVAL, NULL, -1, "unknown report topic '%s'", t);
     }

@@ -15,15 +15,17 @@ hm_carry_env "$C" "$W"
 mkdir -p "$O"
 H=$C/htamerge
 R=$O/window_check.txt
-timeout 300 "$H" -o "$W/win.db" --capture all,cupti-lean --cupti-window "$WIN" "$T/torch_train.py" plain "$@" \
-    >"$W/out.txt" 2>&1
-echo "window $WIN: rc=$? $(grep '^RESULT' "$W/out.txt")" | tee -a "$R"
-"$H" sql "$W/win.db" "
-with rec as (select c.ts, c.value from counters c join strings s on s.id = c.name
+# The recording windows: t0 = counter "htamerge/cupti recording" at 1,
+# t1 = the next sample at 0, or the end of the capture.
+WINDOWS="with rec as (select c.ts, c.value from counters c join strings s on s.id = c.name
              where s.str = 'htamerge/cupti recording'),
      w as (select ts as t0, coalesce((select min(r2.ts) from rec r2 where r2.ts > r.ts and r2.value = 0),
                                      (select max(ts + dur) from slices)) as t1
-           from rec r where value = 1),
+           from rec r where value = 1),"
+timeout 300 "$H" -o "$W/win.db" --capture all,cupti-lean --cupti-window "$WIN" "$T/torch_train.py" plain "$@" \
+    >"$W/out.txt" 2>&1
+echo "window $WIN: rc=$? $(grep '^RESULT' "$W/out.txt")" | tee -a "$R"
+"$H" sql "$W/win.db" "$WINDOWS
      k as (select s.ts from v_slices s where s.category = 'kernel')
 select (select count(*) from w) windows,
        (select round(avg(t1 - t0) / 1e6, 1) from w) mean_window_ms,
@@ -36,12 +38,7 @@ select (select count(*) from w) windows,
 # In-process on/off: the NVTX train_steps wholly inside a later window (CUPTI
 # attached) against those wholly between windows (detached), after the first
 # window (it holds start-up and warm-up). Same process, same warm state.
-"$H" sql "$W/win.db" "
-with rec as (select c.ts, c.value from counters c join strings s on s.id = c.name
-             where s.str = 'htamerge/cupti recording'),
-     w as (select ts as t0, coalesce((select min(r2.ts) from rec r2 where r2.ts > r.ts and r2.value = 0),
-                                     (select max(ts + dur) from slices)) as t1
-           from rec r where value = 1),
+"$H" sql "$W/win.db" "$WINDOWS
      first_off as (select min(ts) t from rec where value = 0),
      st as (select s.ts, s.dur, exists (select 1 from w where s.ts >= w.t0 and s.ts + s.dur <= w.t1) inside,
                    exists (select 1 from w where s.ts < w.t1 and s.ts + s.dur > w.t0) touches
