@@ -42,18 +42,20 @@ static const char run_help[] =
     "options:\n"
     "  -o, --output FILE.db     default htamerge-YYYYmmdd-HHMMSS.db\n"
     "      --capture LIST       sources, comma-separated: kineto (torch.profiler files in\n"
-    "                           HTAMERGE_TRACE_DIR), cupti (kernels, copies, launches),\n"
-    "                           cupti-sync (cupti plus synchronization records; ~5 % more\n"
-    "                           overhead), cupti-range (cupti, recording only between\n"
-    "                           cudaProfilerStart and cudaProfilerStop, as nsys\n"
-    "                           --capture-range=cudaProfilerApi; paused until the first\n"
-    "                           start), cupti-lean (cupti without the launches' API\n"
-    "                           records: launches are rebuilt from each kernel's queued\n"
-    "                           time, on thread 0; about half the cost), nvtx (ranges,\n"
-    "                           marks), nccl (NCCL profiler\n"
-    "                           plugin); also all, or none (default: all that are\n"
-    "                           available, without cupti-sync). Without cupti,\n"
-    "                           torch.profiler keeps CUPTI (one client on CUDA 13)\n"
+    "                           HTAMERGE_TRACE_DIR), cupti (kernels, copies, memsets and\n"
+    "                           the calls that copy, wait or allocate; each launch is\n"
+    "                           rebuilt from its kernel's queued time, on thread 0),\n"
+    "                           cupti-launches (cupti plus every launch call's record:\n"
+    "                           its thread and duration; on a launch-bound step ~5x\n"
+    "                           cupti's cost), cupti-sync (cupti plus synchronization\n"
+    "                           records; ~5 % more overhead), cupti-range (cupti,\n"
+    "                           recording only between cudaProfilerStart and\n"
+    "                           cudaProfilerStop, as nsys --capture-range=cudaProfilerApi;\n"
+    "                           paused until the first start), nvtx (ranges, marks),\n"
+    "                           nccl (NCCL profiler plugin); also all, or none (default:\n"
+    "                           all that are available, without cupti-sync and\n"
+    "                           cupti-launches). Without cupti, torch.profiler keeps\n"
+    "                           CUPTI (one client on CUDA 13)\n"
     "      --cupti-window ON/PERIOD\n"
     "                           CUPTI is attached the first ON ms of every PERIOD ms\n"
     "                           only (e.g. 1000/10000) and detached in between; NVTX\n"
@@ -82,7 +84,7 @@ static const char run_help[] =
 
 enum {
     RUN_CAP_KINETO = 1, RUN_CAP_CUPTI = 2, RUN_CAP_NVTX = 4, RUN_CAP_NCCL = 8, RUN_CAP_CUPTI_SYNC = 16,
-    RUN_CAP_CUPTI_RANGE = 32, RUN_CAP_CUPTI_LEAN = 64,
+    RUN_CAP_CUPTI_RANGE = 32, RUN_CAP_CUPTI_LAUNCHES = 64,
     RUN_CAP_LIVE = RUN_CAP_CUPTI | RUN_CAP_NVTX | RUN_CAP_NCCL,
     RUN_CAP_ALL = RUN_CAP_KINETO | RUN_CAP_LIVE,
 };
@@ -111,7 +113,8 @@ static int parse_capture(const char *list, unsigned *out)
     static const struct { const char *name; unsigned bits; } names[] = {
         {"kineto", RUN_CAP_KINETO}, {"cupti", RUN_CAP_CUPTI}, {"nvtx", RUN_CAP_NVTX},
         {"nccl", RUN_CAP_NCCL},     {"cupti-sync", RUN_CAP_CUPTI | RUN_CAP_CUPTI_SYNC},
-        {"cupti-range", RUN_CAP_CUPTI | RUN_CAP_CUPTI_RANGE}, {"cupti-lean", RUN_CAP_CUPTI | RUN_CAP_CUPTI_LEAN},
+        {"cupti-range", RUN_CAP_CUPTI | RUN_CAP_CUPTI_RANGE}, {"cupti-launches", RUN_CAP_CUPTI | RUN_CAP_CUPTI_LAUNCHES},
+        {"cupti-lean", RUN_CAP_CUPTI},   /* the default since launches are rebuilt; kept for old command lines */
         {"all", RUN_CAP_ALL},       {"none", 0}};
     const char *p = list;
 
@@ -122,9 +125,8 @@ static int parse_capture(const char *list, unsigned *out)
             if (strlen(names[i].name) == n && !strncmp(p, names[i].name, n))
                 break;
         if (i == sizeof names / sizeof names[0]) {
-            cli_error("--capture: unknown source '%.*s' (known: kineto, cupti, cupti-sync, cupti-range, cupti-lean, nvtx, "
-                      "nccl, "
-                      "all, none)",
+            cli_error("--capture: unknown source '%.*s' (known: kineto, cupti, cupti-launches, cupti-sync, cupti-range, "
+                      "nvtx, nccl, all, none)",
                       (int)n, p);
             return -1;
         }
@@ -143,8 +145,8 @@ static void export_capture(unsigned cap)
         strcat(list, cap & RUN_CAP_CUPTI_SYNC ? "cupti,cupti-sync," : "cupti,");
     if (cap & RUN_CAP_CUPTI_RANGE)
         strcat(list, "cupti-range,");
-    if (cap & RUN_CAP_CUPTI_LEAN)
-        strcat(list, "cupti-lean,");
+    if (cap & RUN_CAP_CUPTI_LAUNCHES)
+        strcat(list, "cupti-launches,");
     if (cap & RUN_CAP_NVTX)
         strcat(list, "nvtx,");
     if (cap & RUN_CAP_NCCL)

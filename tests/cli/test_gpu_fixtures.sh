@@ -4,7 +4,8 @@
 # tests/tools/trim_db.py): what the devices saw must still read back the
 # same, on a machine without a GPU. cuda: the CUDA C program's kernels,
 # copies, memsets and NVTX ranges (tests/fixtures/gpu/device_results.txt);
-# torch_fixture: forward / backward with GPU time; nccl2_*, nccl4_*: 2- and 4-rank DDP over
+# torch_fixture: forward / backward with GPU time; cuda_default and
+# torch_default: the default capture, launches rebuilt from queued times; nccl2_*, nccl4_*: 2- and 4-rank DDP over
 # NCCL 2.28, every collective matched by (comms_id, seq) exactly once, NVTX
 # stitched across the ranks, clocks of one host; in nccl2_straggler1 rank 1
 # sleeps 20 ms before each forward and must be the straggler; the clean run
@@ -20,7 +21,7 @@ fails=0
 fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
 command -v python3 >/dev/null || { echo "FAIL: python3 is not installed"; exit 1; }
 
-FIXTURES="cuda torch_fixture torch_lean nccl nccl_c nccl2_clean nccl2_straggler1 nccl4_clean nccl4_straggler1"
+FIXTURES="cuda cuda_default torch_fixture torch_default nccl nccl_c nccl2_clean nccl2_straggler1 nccl4_clean nccl4_straggler1"
 for f in $FIXTURES; do
     gunzip -c "$FX/$f.db.gz" > "$T/$f.db" || { echo "FAIL: gunzip $f.db.gz"; exit 1; }
 done
@@ -68,19 +69,34 @@ check "$T/torch_fixture.nvtx.json" \
 check "$T/torch_fixture.nvtx.json" \
     'sum(r["path"] == "train_step/forward" for r in d["ranges"]) == 6'
 
-# ---- torch_lean: the same step under --capture cupti-lean (no API records) ----
-# Every kernel has exactly one launch rebuilt from its queued time, on
-# thread 0; no API call was recorded; NVTX ranges still get GPU time.
-sql torch_lean "8458|8458|0" "select (select count(*) from v_slices where category = 'kernel'),
-    (select count(*) from v_slices k where k.category = 'kernel' and
-       (select count(*) from slices s join tracks t on t.id = s.track join categories c on c.id = s.cat
-        where t.tid = 0 and c.name = 'cuda_runtime' and s.correlation = k.correlation) = 1),
-    (select count(*) from slices s join tracks t on t.id = s.track join categories c on c.id = s.cat
-     where t.tid <> 0 and c.name in ('cuda_runtime', 'cuda_driver'))"
-sql torch_lean "0" "select count(*) from v_slices k join slices l on l.correlation = k.correlation
-    join categories c on c.id = l.cat where k.category = 'kernel' and c.name = 'cuda_runtime' and l.ts > k.ts"
-report torch_lean nvtx
-check "$T/torch_lean.nvtx.json" \
+# ---- cuda_default, torch_default: the default capture (launches rebuilt) ----
+# Each kernel has exactly one launch rebuilt from its queued time, on thread
+# 0, never after the kernel started; no launch call was recorded on a real
+# thread, but the copies, memsets, waits and allocations were; NVTX ranges
+# still get their GPU time, the same as with the launch calls recorded.
+for f in cuda_default:220 torch_default:8458; do
+    db=${f%%:*} n=${f#*:}
+    sql $db "$n|$n|0|0" "select (select count(*) from v_slices where category = 'kernel'),
+        (select count(*) from v_slices k where k.category = 'kernel' and
+           (select count(*) from slices s join tracks t on t.id = s.track join categories c on c.id = s.cat
+            where t.tid = 0 and c.name = 'cuda_runtime' and s.correlation = k.correlation) = 1),
+        (select count(*) from slices s join tracks t on t.id = s.track join categories c on c.id = s.cat
+         join strings n on n.id = s.name where t.tid <> 0 and c.name in ('cuda_runtime', 'cuda_driver')
+         and n.str like '%Launch%'),
+        (select count(*) from v_slices k join slices l on l.correlation = k.correlation
+         join categories c on c.id = l.cat where k.category = 'kernel' and c.name = 'cuda_runtime' and l.ts > k.ts)"
+    report $db nvtx
+done
+sql cuda_default "cudaDeviceSynchronize|1
+cudaMalloc|2
+cudaMemcpyAsync|40
+cudaMemsetAsync|20
+cudaStreamSynchronize|20" "select name, count(*) from v_slices where category = 'cuda_runtime' and tid <> 0 group by 1 order by 1"
+# The CUDA C program's compute ranges: 11 kernels each (10 + 1 spin every
+# step), 236 us of GPU time, as in cuda (launch calls recorded).
+check "$T/cuda_default.nvtx.json" \
+    'sum(r["name"] == "compute" and r["gpu_ops"] == 11 and 230 < r["gpu_us"] < 245 for r in d["ranges"]) == 20'
+check "$T/torch_default.nvtx.json" \
     'all(any(r["name"] == n and r["gpu_us"] > 0 and r["gpu_ops"] > 0 for r in d["ranges"]) for n in ("train_step", "forward", "backward", "optimizer_step"))'
 
 # ---- nccl2_*, nccl4_*: DDP on 2 and 4 H200s, the same checks on every run ----
@@ -192,7 +208,7 @@ fi
 
 # ---- a capture that paused CUPTI (--cupti-window, cupti-range): the
 # kernel-based topics say how much of the run was not recorded ----
-cp "$T/torch_lean.db" "$T/paused.db"
+cp "$T/torch_default.db" "$T/paused.db"
 python3 - "$T/paused.db" <<'EOF' || fail "could not add pauses to paused.db"
 import sqlite3, sys
 db = sqlite3.connect(sys.argv[1])
@@ -208,7 +224,7 @@ for topic in summary temporal idle overlap kernels nvtx; do
     "$H" report "$T/paused.db" $topic --format json > "$T/paused.$topic.json" 2>&1 || fail "report paused $topic"
     check "$T/paused.$topic.json" '"CUPTI recorded part of the run only" in d["gpu_recording"] and ": 2 pauses, " in d["gpu_recording"]'
 done
-"$H" report "$T/torch_lean.db" temporal --format json > "$T/unpaused.json" 2>&1
+"$H" report "$T/torch_default.db" temporal --format json > "$T/unpaused.json" 2>&1
 check "$T/unpaused.json" '"gpu_recording" not in d'
 
 # ---- every topic on every fixture ----

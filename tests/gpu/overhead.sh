@@ -5,11 +5,13 @@
 # mean step time and its ratio to the uninstrumented run of the same round.
 #
 # usage: tests/gpu/overhead.sh CARRY OUT LABEL REPS [torch_train.py args...]
-# Modes: plain, capture (the default: CUPTI kernels/copies/sync + launch
-# calls, NVTX, NCCL), capture_nocupti (--capture nvtx,nccl,kineto),
+# Modes: plain, capture (the default: CUPTI kernels/copies/memsets, launches
+# rebuilt from queued times, NVTX, NCCL), capture_launches (--capture
+# all,cupti-launches: the launch calls' API records too), capture_nocupti (--capture nvtx,nccl,kineto),
 # capture_noapi (CUPTI activity without the API records), capture_kernelonly
 # (CUPTI kernel records alone), kinds=LIST (HTAMERGE_CUPTI_KINDS=LIST), profiler
-# (torch.profiler, CPU+CUDA), ab_plain / ab_capture / ab_sync (torch_train.py
+# (torch.profiler, CPU+CUDA), ab_profiler (torch.profiler on and off in blocks
+# of one process), ab_plain / ab_capture / ab_sync (torch_train.py
 # ab: blocks with the CUDA profiler range off and on in one process, plain or
 # under `--capture all,cupti-range` [,cupti-sync | ,cupti-lean]: CUPTI's
 # cost without between-process noise), capture_lean (--capture all,cupti-lean),
@@ -31,9 +33,11 @@ for rep in $(seq 1 "$REPS"); do
         plain) cmd=(python3 "$P" plain "$@") ;;
         profiler) cmd=(python3 "$P" profiler "$@") ;;
         capture) cmd=("$H" -o "$W/c.db" "$P" plain "$@") ;;
+        capture_launches) cmd=("$H" -o "$W/c.db" --capture all,cupti-launches "$P" plain "$@") ;;
         capture_nocupti) cmd=("$H" -o "$W/c.db" --capture kineto,nvtx,nccl "$P" plain "$@") ;;
         capture_noapi) cmd=(env HTAMERGE_CUPTI_KINDS=kernel,memcpy,memset,sync "$H" -o "$W/c.db" "$P" plain "$@") ;;
         ab_plain) cmd=(python3 "$P" ab "$@") ;;
+        ab_profiler) cmd=(python3 "$P" ab_profiler "$@") ;;
         ab_capture) cmd=("$H" -o "$W/c.db" --capture all,cupti-range "$P" ab "$@") ;;
         ab_lean) cmd=("$H" -o "$W/c.db" --capture all,cupti-range,cupti-lean "$P" ab "$@") ;;
         capture_lean) cmd=("$H" -o "$W/c.db" --capture all,cupti-lean "$P" plain "$@") ;;
@@ -53,7 +57,7 @@ done
 python3 - "$R" "$LABEL" <<'PY'
 import json, sys, statistics as st
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-modes = ["plain", "capture", "capture_lean", "capture_nocupti", "capture_noapi", "capture_kernelonly", "profiler"]
+modes = ["plain", "capture", "capture_launches", "capture_lean", "capture_nocupti", "capture_noapi", "capture_kernelonly", "profiler"]
 modes += sorted({r["mode"] for r in rows if r.get("mode", "").startswith(("kinds=", "window=", "lean_window="))})
 by = {m: [r for r in rows if r.get("mode") == m and "mean_step_ms" in r] for m in modes}
 base = {r["rep"]: r["mean_step_ms"] for r in by["plain"]}

@@ -57,7 +57,10 @@ fi
 if want cuda; then
 say "== 1. CUDA C program: kernels, copies, memsets, 2 streams, nested NVTX"
 run cuda_plain 120 "$C/cuda_kernels"
-run cuda_capture 180 "${HR[@]}" -o "$W/cuda.db" "$C/cuda_kernels"
+# Launch calls recorded (cupti-launches), so that each kernel's launch can be
+# checked against its thread's NVTX ranges; the default (launches rebuilt
+# from queued times) is checked by the PyTorch step below.
+run cuda_capture 180 "${HR[@]}" -o "$W/cuda.db" --capture all,cupti-launches "$C/cuda_kernels"
 grep -h 'htamerge' "$W/cuda_capture.out" | head -5 >>"$R"
 D=$W/cuda.db
 q "$D" "select category, kind, count(*) n, sum(dur) dur_ns, count(distinct stream) streams from v_slices group by 1,2 order by 1"
@@ -76,7 +79,7 @@ say "== 2. PyTorch MoE training step (bf16 autocast, AdamW, NVTX)"
 run torch_plain 240 python3 "$T/torch_train.py" plain
 run torch_capture 300 "${HR[@]}" -o "$W/torch.db" "$T/torch_train.py" plain
 run torch_profiler 300 python3 "$T/torch_train.py" profiler
-HTAMERGE_CUPTI_ALL_APIS=1 run torch_capture_allapi 300 "${HR[@]}" -o "$W/torch_allapi.db" "$T/torch_train.py" plain
+run torch_capture_launches 300 "${HR[@]}" -o "$W/torch_launches.db" --capture all,cupti-launches "$T/torch_train.py" plain
 grep -h 'htamerge' "$W/torch_capture.out" | head -5 >>"$R"
 D=$W/torch.db
 q "$D" "select category, kind, count(*) n, sum(dur) dur_ns from v_slices group by 1,2 order by 1"
@@ -88,7 +91,7 @@ echo "report temporal:" >>"$R"; timeout 60 "$H" report "$D" temporal >>"$R" 2>&1
 python3 - "$W" >>"$R" 2>&1 <<'EOF'
 import json, sys, glob
 r = {}
-for f in ("torch_plain", "torch_capture", "torch_capture_allapi", "torch_profiler"):
+for f in ("torch_plain", "torch_capture", "torch_capture_launches", "torch_profiler"):
     for line in open(f"{sys.argv[1]}/{f}.out") if glob.glob(f"{sys.argv[1]}/{f}.out") else []:
         if line.startswith("RESULT "):
             r[f] = json.loads(line[7:])

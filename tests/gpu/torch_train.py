@@ -2,7 +2,7 @@
 ranges train_step / forward / backward / optimizer_step, for checking live
 capture and measuring its overhead (tests/gpu/run_device.sh).
 
-usage: torch_train.py [plain|profiler|profiler_early] [--warmup W] [--steps K] [--reps R]
+usage: torch_train.py [plain|profiler|profiler_early|ab|ab_profiler] [--warmup W] [--steps K] [--reps R]
                       [--batch B] [--seq T] [--d D] [--layers L]
 Prints "EXPECT ..." (NVTX ranges pushed) and "RESULT ..." (mean step time
 of each repetition of K steps, after W warm-up steps, in one process)."""
@@ -100,10 +100,20 @@ def ab(a, model, opt, tok, counts):
     cudaProfilerStart (on), the order flipped every pair. Under `htamerge
     --capture ...,cupti-range` that turns CUPTI's activity records off and
     on; without htamerge the calls do nothing, so the same run is the
-    control: its on/off ratio is the noise floor of the method."""
+    control: its on/off ratio is the noise floor of the method. Mode
+    ab_profiler runs torch.profiler (CPU+CUDA) in the "on" blocks instead."""
     off, on = [], []
+    acts = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
     for i in range(a.blocks):
         for state in ((0, 1) if i % 2 == 0 else (1, 0)):
+            if a.mode == "ab_profiler":   # torch.profiler on for the "on" blocks; its start and export untimed
+                prof = torch.profiler.profile(activities=acts) if state else None
+                if prof:
+                    prof.__enter__()
+                (on if state else off).append(timed_block(a, model, opt, tok, counts))
+                if prof:
+                    prof.__exit__(None, None, None)
+                continue
             (torch.cuda.profiler.start if state else torch.cuda.profiler.stop)()
             (on if state else off).append(timed_block(a, model, opt, tok, counts))
     torch.cuda.profiler.stop()
@@ -148,7 +158,7 @@ def main():
     if a.mode == "profiler":
         prof = torch.profiler.profile(activities=acts)
         prof.__enter__()
-    if a.mode == "ab":
+    if a.mode in ("ab", "ab_profiler"):
         return ab(a, model, opt, tok, counts)
     reps = []
     for _ in range(a.reps):

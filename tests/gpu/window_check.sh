@@ -5,7 +5,13 @@
 # closed may run after it: up to 50 ms late is counted as inside), and the
 # train_step ranges (NVTX, never paused).
 #
-# usage: tests/gpu/window_check.sh CARRY OUT ON/PERIOD [torch_train.py args]
+# Also writes every train_step after the first window to
+# OUT/window_steps-LABEL.csv (start ms, duration ms, attached 1 / detached 0 /
+# straddling -1) for medians and per-window statistics.
+#
+# usage: [CAPTURE=all,cupti-lean] [LABEL=x] [KINDS=...] \
+#        tests/gpu/window_check.sh CARRY OUT ON/PERIOD [torch_train.py args]
+# CAPTURE is htamerge's --capture; KINDS sets HTAMERGE_CUPTI_KINDS.
 set -u
 C=$(realpath "${1:?carry}"); O=$(realpath "${2:?out}"); WIN=${3:?ON/PERIOD}; shift 3
 T=$(dirname "$(realpath "$0")")
@@ -22,9 +28,11 @@ WINDOWS="with rec as (select c.ts, c.value from counters c join strings s on s.i
      w as (select ts as t0, coalesce((select min(r2.ts) from rec r2 where r2.ts > r.ts and r2.value = 0),
                                      (select max(ts + dur) from slices)) as t1
            from rec r where value = 1),"
-timeout 300 "$H" -o "$W/win.db" --capture all,cupti-lean --cupti-window "$WIN" "$T/torch_train.py" plain "$@" \
-    >"$W/out.txt" 2>&1
-echo "window $WIN: rc=$? $(grep '^RESULT' "$W/out.txt")" | tee -a "$R"
+CAPTURE=${CAPTURE:-all,cupti-lean}
+LABEL=${LABEL:-$(echo "$CAPTURE-$WIN" | tr ',/' '_-')}
+timeout 300 env ${KINDS:+HTAMERGE_CUPTI_KINDS=$KINDS} "$H" -o "$W/win.db" --capture "$CAPTURE" --cupti-window "$WIN" \
+    "$T/torch_train.py" plain "$@" >"$W/out.txt" 2>&1
+echo "[$LABEL] capture $CAPTURE${KINDS:+ kinds $KINDS} window $WIN $*: rc=$? $(grep '^RESULT' "$W/out.txt")" | tee -a "$R"
 "$H" sql "$W/win.db" "$WINDOWS
      k as (select s.ts from v_slices s where s.category = 'kernel')
 select (select count(*) from w) windows,
@@ -48,3 +56,11 @@ select sum(inside) steps_attached, round(avg(case when inside then dur end) / 1e
        sum(not touches) steps_detached, round(avg(case when not touches then dur end) / 1e6, 3) ms_detached,
        round(avg(case when inside then dur end) / avg(case when not touches then dur end), 4) ratio
 from st" 2>&1 | tee -a "$R"
+"$H" sql "$W/win.db" --format csv "$WINDOWS
+     first_off as (select min(ts) t from rec where value = 0)
+select round((s.ts - (select t from first_off)) / 1e6, 3) start_ms, round(s.dur / 1e6, 4) dur_ms,
+       case when exists (select 1 from w where s.ts >= w.t0 and s.ts + s.dur <= w.t1) then 1
+            when exists (select 1 from w where s.ts < w.t1 and s.ts + s.dur > w.t0) then -1 else 0 end attached
+from v_slices s where s.name = 'train_step' and s.category = 'nvtx' and s.rank = 0
+  and s.ts > (select t from first_off) order by s.ts" >"$O/window_steps-$LABEL.csv" 2>&1
+rm -rf "$W"

@@ -31,7 +31,7 @@ grep -q "unknown source 'cuda'" bad.log || { fail "no message naming the unknown
 [ ! -e bad.db ] || fail "a usage error still wrote bad.db"
 
 # What the injection library is told (HTAMERGE_CAPTURE in the child).
-for c in "cupti-range,nvtx:cupti,cupti-range,nvtx" "cupti-lean:cupti,cupti-lean" "cupti-sync,nccl:cupti,cupti-sync,nccl" "kineto:"; do
+for c in "cupti-range,nvtx:cupti,cupti-range,nvtx" "cupti-lean:cupti" "cupti-launches,nvtx:cupti,cupti-launches,nvtx" "cupti-sync,nccl:cupti,cupti-sync,nccl" "kineto:"; do
     timeout -k 5 60 mpirun -n 1 "$H" -o env.db --capture "${c%%:*}" sh -c 'printf "%s" "$HTAMERGE_CAPTURE" > cap.txt' \
         > env.log 2>&1 || fail "run with --capture ${c%%:*}"
     [ "$(cat cap.txt 2>/dev/null)" = "${c#*:}" ] || fail "--capture ${c%%:*}: child saw '$(cat cap.txt 2>/dev/null)', want '${c#*:}'"

@@ -447,7 +447,7 @@ static void parse_list(struct inj *g, struct inj_cupti *c, struct inj_cbuf *b)
 }
 
 static CUptiResult subscribe(struct inj_cupti *c, char *why, size_t len);
-static int enable_all(struct inj_cupti *c, int sync, char *why, size_t len);
+static int enable_all(struct inj *g, struct inj_cupti *c, int sync, char *why, size_t len);
 
 /* Recording windows (HTAMERGE_CUPTI_WINDOW=ON_MS/PERIOD_MS): CUPTI is
  * attached for the first ON_MS of every PERIOD_MS and detached in between
@@ -485,7 +485,7 @@ static void reattach(struct inj *g, struct inj_cupti *c)
     reclaim_held(g, c);
     c->nkinds = c->nrt = c->ndrv = 0;
     c->epoch++;
-    if (subscribe(c, why, sizeof why) != CUPTI_SUCCESS || enable_all(c, c->sync, why, sizeof why) != 0) {
+    if (subscribe(c, why, sizeof why) != CUPTI_SUCCESS || enable_all(g, c, c->sync, why, sizeof why) != 0) {
         fprintf(stderr, "htamerge: CUPTI did not attach again for a recording window (%s); "
                         "no more CUDA activity from process %d\n", why, (int)c->pid);
         c->win_period_ms = 0;
@@ -688,7 +688,7 @@ static int say_buffers_zeroed(struct inj_cupti *c)
                               CUPTI_SUCCESS;
 }
 
-static int enable_all(struct inj_cupti *c, int sync, char *why, size_t len)
+static int enable_all(struct inj *g, struct inj_cupti *c, int sync, char *why, size_t len)
 {
     static const CUpti_ActivityKind kinds[] = {
         CUPTI_ACTIVITY_KIND_CONTEXT, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
@@ -703,9 +703,12 @@ static int enable_all(struct inj_cupti *c, int sync, char *why, size_t len)
         __typeof__(&cuptiActivityEnableLatencyTimestamps) lat;
         *(void **)&lat = dlsym(c->lib, "cuptiActivityEnableLatencyTimestamps");
         if (!lat || lat(1) != CUPTI_SUCCESS) {
-            snprintf(why, len, "cupti-lean needs cuptiActivityEnableLatencyTimestamps, which this CUPTI %s",
-                     lat ? "refused" : "lacks");
-            return -1;
+            /* Without queued times the launches must come from their API
+             * records: costlier, but no kernel loses its launch. */
+            inj_say_once(g, INJ_SAY_LAUNCHES, "htamerge/cupti launches recorded",
+                         "this CUPTI %s latency timestamps; recording the launch calls instead (cupti-launches)",
+                         lat ? "refuses" : "lacks");
+            c->lean = 0;
         }
     }
     c->zeroed = say_buffers_zeroed(c);
@@ -854,7 +857,7 @@ int inj_cupti_start(struct inj *g)
     if (inj_cbuf_pool_init(&c->pool, BUF_BYTES, SPARE_BUFS) != 0)
         inj_debug(g, "CUPTI buffer pool short of memory; requests will allocate");
     g->cupti = c;   /* buf_request and buf_complete look here */
-    if (enable_all(c, c->sync, why, sizeof why) != 0)
+    if (enable_all(g, c, c->sync, why, sizeof why) != 0)
         goto off_subscribed;
     if ((g->capture & INJ_CAP_CUPTI_RANGE) && range_start(g, c, why, sizeof why) != 0)
         goto off_subscribed;

@@ -219,15 +219,15 @@ static unsigned parse_capture(const char *s)
 {
     unsigned cap = 0;
     if (!s || !*s)
-        return INJ_CAP_CUPTI | INJ_CAP_NVTX | INJ_CAP_NCCL;
+        return INJ_CAP_CUPTI | INJ_CAP_CUPTI_LEAN | INJ_CAP_NVTX | INJ_CAP_NCCL;
     if (strstr(s, "cupti"))
         cap |= INJ_CAP_CUPTI;
+    if (!strstr(s, "cupti-launches"))
+        cap |= INJ_CAP_CUPTI_LEAN;
     if (strstr(s, "cupti-sync"))
         cap |= INJ_CAP_CUPTI_SYNC;
     if (strstr(s, "cupti-range"))
         cap |= INJ_CAP_CUPTI_RANGE;
-    if (strstr(s, "cupti-lean"))
-        cap |= INJ_CAP_CUPTI_LEAN;
     if (strstr(s, "nvtx"))
         cap |= INJ_CAP_NVTX;
     if (strstr(s, "nccl"))

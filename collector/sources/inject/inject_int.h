@@ -24,15 +24,18 @@
  * event and stream waits), opt-in as in Kineto: they cost ~5 % of a
  * launch-bound step on the H200 (bench/RESULTS.md). cupti-range records
  * CUPTI activity only between cudaProfilerStart and cudaProfilerStop.
- * cupti-lean records no API calls and rebuilds launches from the kernels'
- * queued time (cupti.c queued_launch). */
+ * Launches are rebuilt from the kernels' queued time (cupti.c
+ * queued_launch), not recorded as API calls, unless cupti-launches asks for
+ * their records (the launching thread and the call's duration, at several
+ * times the cost: bench/RESULTS.md); cupti-lean, once needed for this, is
+ * the default and still accepted. */
 enum {
     INJ_CAP_CUPTI = 1, INJ_CAP_NVTX = 2, INJ_CAP_NCCL = 4, INJ_CAP_CUPTI_SYNC = 8, INJ_CAP_CUPTI_RANGE = 16,
     INJ_CAP_CUPTI_LEAN = 32
 };
 
 /* Once-only notices (stderr line + a counter in the database). */
-enum { INJ_SAY_CUPTI = 0, INJ_SAY_NCCL, INJ_SAY__COUNT };
+enum { INJ_SAY_CUPTI = 0, INJ_SAY_NCCL, INJ_SAY_LAUNCHES, INJ_SAY__COUNT };
 
 /* ---- string ids ---------------------------------------------------------
  * Texts get ring string ids, defined by an HM_RING_STRING record before
