@@ -6,7 +6,13 @@
  *
  * The child's exit is final only after a last scan of the trace folder and
  * once the parser has drained the paths queue, so no file written before
- * the child exited is missed. */
+ * the child exited is missed.
+ *
+ * A file may come more than once (trace_watch.h: once per round of
+ * writing). The parser skips a round whose file is as it was at the last
+ * read, and holds a refused file back until the end: a later round that
+ * reads whole replaces the refusal (a file seen between two appends), and
+ * only what is still refused when the child is done reaches the database. */
 #include "rank.h"
 
 #include <errno.h>
@@ -28,8 +34,16 @@
 #include "ring_source.h"
 #include "trace_watch.h"
 #include "common/monotime.h"
+#include "common/strtab.h"
 
 enum { KILL_AFTER_MS = 10000, MAX_READY = 4 };
+
+/* A refused file held back until the end (see the top of this file). */
+struct refusal {
+    char *path;             /* owned */
+    char *why;              /* owned: the reader's message */
+    struct hm_batch *b;     /* owned: empty but for the file name and its unreadable_file count */
+};
 
 struct col_rank {
     int rank;
@@ -53,6 +67,10 @@ struct col_rank {
     size_t paths_head;
     HM_VEC(struct hm_batch *) out; /* owned batches, FIFO from out_head */
     size_t out_head;
+    HM_VEC(struct refusal) refused;  /* owned, under mu */
+    /* The parser thread's own: each path read, as it was when read. */
+    struct hm_strtab *read_paths;           /* owned */
+    HM_VEC(struct col_file_sig) read_sigs;  /* by read_paths id */
 };
 
 /* What this rank knows better than its sources: who and where it is. */
@@ -79,11 +97,12 @@ static void push_ready(struct col_rank *c, struct hm_batch *b)
     hm_batch_free(b);
 }
 
-/* Parses one file; failures are reported and counted, never fatal. A
- * file the reader refuses still becomes a batch, empty but for its name and
- * an unreadable_file count, so the database says what was lost (the
- * `skipped` table and `report summary`), not just this rank's stderr. */
-static struct hm_batch *parse_file(struct col_rank *c, const char *path)
+/* Parses one file; failures are never fatal. A file the reader refuses
+ * still becomes a batch, empty but for its name and an unreadable_file
+ * count, so the database says what was lost (the `skipped` table and
+ * `report summary`), not just this rank's stderr; *why (malloc'd) then
+ * holds the reader's message. */
+static struct hm_batch *parse_file(struct col_rank *c, const char *path, char **why)
 {
     struct src_kineto_opts ko = {.keep_args = 1};
     struct hm_batch *b = NULL;
@@ -91,8 +110,9 @@ static struct hm_batch *parse_file(struct col_rank *c, const char *path)
     char line[1400];
 
     hm_err_clear(&err);
+    *why = NULL;
     if (src_kineto_read(path, &ko, &b, &err) != 0) {
-        fprintf(stderr, "htamerge: rank %d: skipping %s\n", c->rank, hm_err_line(&err, line, sizeof line));
+        *why = strdup(hm_err_line(&err, line, sizeof line));
         hm_batch_free(b);
         if (!(b = hm_batch_new()))
             return NULL;
@@ -104,6 +124,78 @@ static struct hm_batch *parse_file(struct col_rank *c, const char *path)
     stamp(c, b);
     hm_clockhook_apply_batch(&c->hook, b);
     return b;
+}
+
+/* Parser thread: records path as read now, unless it is as it was when
+ * last read. Returns 1 when it should be read, 0 to skip this round. A file
+ * that changes while it is read is recorded as before the read, so its
+ * next round differs and is read again. */
+static int note_read(struct col_rank *c, const char *path)
+{
+    uint32_t before = hm_strtab_count(c->read_paths);
+    hm_strid id = hm_strtab_intern_cstr(c->read_paths, path);
+    struct col_file_sig now = col_file_sig_of(path);
+
+    if (id == UINT32_MAX)
+        return 1;   /* out of memory: reading twice beats losing a round */
+    if (id < before) {
+        if (col_file_sig_equal(&c->read_sigs.v[id], &now))
+            return 0;
+    } else {
+        while (c->read_sigs.n <= id)
+            if (!HM_VEC_PUSH(c->read_sigs))
+                return 1;
+    }
+    c->read_sigs.v[id] = now;
+    return 1;
+}
+
+static void free_refusal(struct refusal *r)
+{
+    free(r->path);
+    free(r->why);
+    hm_batch_free(r->b);
+}
+
+/* Call with mu held. */
+static void forget_refusal(struct col_rank *c, const char *path)
+{
+    for (size_t i = 0; i < c->refused.n; i++)
+        if (!strcmp(c->refused.v[i].path, path)) {
+            free_refusal(&c->refused.v[i]);
+            c->refused.v[i] = c->refused.v[--c->refused.n];
+            return;
+        }
+}
+
+/* Keeps a refused file (taking path, why and b) until the end. Returns 0,
+ * taking nothing, when out of memory: the caller reports it at once. Call
+ * with mu held. */
+static int hold_refusal(struct col_rank *c, char *path, char *why, struct hm_batch *b)
+{
+    struct refusal *r = HM_VEC_PUSH(c->refused);
+
+    if (!r) {
+        fprintf(stderr, "htamerge: rank %d: skipping %s\n", c->rank, why ? why : path);
+        return 0;
+    }
+    *r = (struct refusal){path, why, b};
+    return 1;
+}
+
+/* The end of the run: what is still refused is said and queued for the
+ * database. Call with mu held. */
+static void release_refusals(struct col_rank *c)
+{
+    for (size_t i = 0; i < c->refused.n; i++) {
+        struct refusal *r = &c->refused.v[i];
+        fprintf(stderr, "htamerge: rank %d: skipping %s\n", c->rank, r->why ? r->why : r->path);
+        c->stats.files_failed++;
+        push_ready(c, r->b);
+        r->b = NULL;
+        free_refusal(r);
+    }
+    c->refused.n = 0;
 }
 
 static void *parser_main(void *arg)
@@ -118,19 +210,29 @@ static void *parser_main(void *arg)
             pthread_cond_wait(&c->cv, &c->mu);
         if (c->paths_head == c->paths.n)
             break;
-        char *path = c->paths.v[c->paths_head++];
+        char *path = c->paths.v[c->paths_head++], *why = NULL;
         c->busy = 1;
         pthread_mutex_unlock(&c->mu);
-        struct hm_batch *b = parse_file(c, path);
-        free(path);
+        struct hm_batch *b = NULL;
+        int fresh = note_read(c, path);
+        if (fresh)
+            b = parse_file(c, path, &why);
         pthread_mutex_lock(&c->mu);
         c->busy = 0;
-        c->stats.files++;
-        if (!b || b->info.skipped[HM_SKIP_UNREADABLE_FILE])
-            c->stats.files_failed++;
-        if (b) {
-            push_ready(c, b);
+        if (fresh) {
+            c->stats.files++;
+            forget_refusal(c, path);   /* this round replaces an earlier refused one */
+            if (b && b->info.skipped[HM_SKIP_UNREADABLE_FILE] && hold_refusal(c, path, why, b)) {
+                path = why = NULL;   /* held: the refusal owns them now */
+                b = NULL;
+            } else if (!b || b->info.skipped[HM_SKIP_UNREADABLE_FILE]) {
+                c->stats.files_failed++;
+            }
+            if (b)
+                push_ready(c, b);
         }
+        free(path);
+        free(why);
     }
     pthread_mutex_unlock(&c->mu);
     return NULL;
@@ -201,6 +303,10 @@ struct col_rank *col_rank_start(const struct col_rank_opts *o, struct hm_err *er
      * by the same function, reference time included. */
     c->hook = *o->hook;
     snprintf(c->hostname, sizeof c->hostname, "%s", o->hostname ? o->hostname : "");
+    if (!(c->read_paths = hm_strtab_new())) {
+        hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
+        goto fail;
+    }
     if (mkdir(o->trace_dir, 0700) != 0 && errno != EEXIST) {
         hm_err_set(err, HM_EIO, o->trace_dir, -1, "cannot create the trace folder: %s", strerror(errno));
         goto fail;
@@ -332,6 +438,10 @@ int col_rank_finished(struct col_rank *c, int *exit_code)
         return 0;
     pthread_mutex_lock(&c->mu);
     idle = !c->busy && c->paths_head == c->paths.n && c->out_head == c->out.n;
+    if (idle && c->refused.n) {   /* no later round can come: say what stays refused */
+        release_refusals(c);
+        idle = 0;
+    }
     pthread_mutex_unlock(&c->mu);
     if (idle)
         *exit_code = c->exit_code;
@@ -366,6 +476,11 @@ void col_rank_free(struct col_rank *c)
         hm_batch_free(c->out.v[i]);
     HM_VEC_FREE(c->paths);
     HM_VEC_FREE(c->out);
+    for (size_t i = 0; i < c->refused.n; i++)
+        free_refusal(&c->refused.v[i]);
+    HM_VEC_FREE(c->refused);
+    hm_strtab_free(c->read_paths);
+    HM_VEC_FREE(c->read_sigs);
     col_child_free(c->child);
     col_watch_free(c->watch);
     col_ring_free(c->ring);

@@ -2,7 +2,9 @@
  * completed file). One inotify watch per folder, a table from watch
  * descriptor to the folder's path relative to the root, a queue of paths
  * to report, and the set of paths reported so far (an hm_strtab: a path is
- * new when interning it adds an id). */
+ * new when interning it adds an id) with what each file looked like when it
+ * was last reported (its signature), so that a later round of writing is
+ * reported again and a close that changed nothing is not. */
 #include "trace_watch.h"
 
 #include <dirent.h>
@@ -35,6 +37,8 @@ struct col_watch {
     HM_VEC(char *) queue;         /* owned paths not yet handed out */
     size_t qhead;                 /* next to hand out */
     struct hm_strtab *seen;       /* owned: every path queued or skipped */
+    HM_VEC(struct col_file_sig) sigs; /* by seen id (0, the empty string, unused): the file when
+                                     last queued or skipped */
     int overflowed;
 };
 
@@ -62,21 +66,54 @@ static char *join(const char *root, const char *rel, const char *name)
     return s;
 }
 
-/* Queues path (taking ownership) unless it was seen; returns 1 if queued,
- * 0 if seen before, HM_ENOMEM. With mark_only it is recorded as seen. */
+struct col_file_sig col_file_sig_of(const char *path)
+{
+    struct stat st;
+    struct col_file_sig g = {0};
+
+    if (stat(path, &st) == 0)
+        g = (struct col_file_sig){st.st_dev, st.st_ino, st.st_size,
+                                  (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec};
+    return g;
+}
+
+int col_file_sig_equal(const struct col_file_sig *a, const struct col_file_sig *b)
+{
+    return a->dev == b->dev && a->ino == b->ino && a->size == b->size && a->mtime_ns == b->mtime_ns;
+}
+
+/* Queues path (taking ownership) if it is new, or seen before but changed
+ * since (a later round of writing); returns 1 if queued, 0 if not, or
+ * HM_ENOMEM. With mark_only it is recorded as seen, as it is now, and not
+ * queued (returns 1 for a path new to the watch). */
 static int offer(struct col_watch *w, char *path, int mark_only)
 {
     uint32_t before = hm_strtab_count(w->seen);
     hm_strid id = hm_strtab_intern_cstr(w->seen, path);
+    struct col_file_sig now = col_file_sig_of(path);
     char **slot;
 
     if (id == UINT32_MAX) {
         free(path);
         return HM_ENOMEM;
     }
-    if (id < before || mark_only) {
+    if (id >= before) {
+        struct col_file_sig *g = HM_VEC_PUSH(w->sigs);
+        if (!g) {
+            free(path);
+            return HM_ENOMEM;
+        }
+        *g = now;
+    } else if (col_file_sig_equal(&w->sigs.v[id], &now) || mark_only) {
+        w->sigs.v[id] = now;
         free(path);
-        return id < before ? 0 : 1;
+        return 0;
+    } else {
+        w->sigs.v[id] = now;
+    }
+    if (mark_only) {
+        free(path);
+        return 1;
     }
     if (!(slot = HM_VEC_PUSH(w->queue))) {
         free(path);
@@ -179,7 +216,7 @@ struct col_watch *col_watch_new(const char *dir, struct hm_err *err)
 
     if (w)
         w->fd = -1;
-    if (!w || !(w->root = strdup(dir)) || !(w->seen = hm_strtab_new())) {
+    if (!w || !(w->root = strdup(dir)) || !(w->seen = hm_strtab_new()) || !HM_VEC_PUSH(w->sigs)) {
         hm_err_set(err, HM_ENOMEM, dir, -1, "out of memory");
         goto fail;
     }
@@ -215,6 +252,7 @@ void col_watch_free(struct col_watch *w)
         free(w->queue.v[i]);
     HM_VEC_FREE(w->queue);
     hm_strtab_free(w->seen);
+    HM_VEC_FREE(w->sigs);
     free(w->root);
     free(w);
 }

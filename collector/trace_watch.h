@@ -7,15 +7,35 @@
  * renamed into place (IN_MOVED_TO). Reported names end in ".json" or
  * ".json.gz", do not start with '.', and do not contain ".tmp". Folders
  * created later are watched too, down to 8 levels; a folder renamed into
- * place is scanned whole (its files were finished elsewhere). Each path is
- * reported at most once over the watch's life, whether found by an event
- * or by a scan. */
+ * place is scanned whole (its files were finished elsewhere). A path is
+ * reported when first found complete, whether by an event or by a scan,
+ * and again each time a later close or scan finds it changed (device,
+ * inode, size or mtime) since it was last reported: a file written in
+ * several rounds (appended and closed, or rewritten under the same name
+ * each profiler cycle) is reported once per round, and a close that
+ * changed nothing is not reported. Readers must therefore expect a path
+ * more than once. */
 #ifndef COL_TRACE_WATCH_H
 #define COL_TRACE_WATCH_H
 
 #include "common/err.h"
 
+#include <stdint.h>
+#include <sys/types.h>
+
 struct col_watch;   /* opaque */
+
+/* What a file looks like now: a rewrite, an append or a cut changes at
+ * least one field (the mtime has ns resolution). All zero when the file
+ * cannot be stat'ed. */
+struct col_file_sig {
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+    int64_t mtime_ns;
+};
+struct col_file_sig col_file_sig_of(const char *path);
+int col_file_sig_equal(const struct col_file_sig *a, const struct col_file_sig *b);
 
 /* Lifecycle. */
 
@@ -39,8 +59,8 @@ int col_watch_fd(const struct col_watch *w);
  * inotify fd failed. Never blocks. */
 int col_watch_next(struct col_watch *w, char **path);
 
-/* Rescans the whole tree and queues every trace file not reported yet;
- * returns how many it queued (fetch them with col_watch_next), or HM_EIO
+/* Rescans the whole tree and queues every trace file not reported yet or
+ * changed since it was reported; returns how many it queued (fetch them with col_watch_next), or HM_EIO
  * when dir cannot be read. Call it once the child has exited, to catch
  * what events missed: files written before the watch started, or while
  * the kernel queue overflowed. A scan cannot tell whether a file is still
@@ -48,7 +68,8 @@ int col_watch_next(struct col_watch *w, char **path);
 int col_watch_scan(struct col_watch *w);
 
 /* Marks every trace file present now as reported, so that neither events
- * nor scans report it (a folder that holds an earlier run's traces).
+ * nor scans report it unless it is written again (a folder that holds an
+ * earlier run's traces).
  * Returns how many it marked, or HM_EIO. */
 int col_watch_skip_existing(struct col_watch *w);
 

@@ -5,10 +5,12 @@
 # (closed after each, so it is seen before it is whole) and one shrunk
 # right after it was written. Every rank must survive, name every bad file
 # with its byte offset and reason, keep the good data and finish the run.
-# The run then exits 3 (as ingest --keep-going), and says how many files
-# were refused; a program's own non-zero status still wins.
-# Known limit (reported in RELIABILITY.md): a file seen before it is whole
-# is read once, so the grown file's data is reported, not kept.
+# The grown file is read again after each round, so its refused partial
+# rounds give way to the whole one: its data is kept and it is not
+# reported. The shrunk file's cut round is refused (its first round is
+# kept when it was read before the cut). The run then exits 3 (as ingest
+# --keep-going), and says how many files were refused; a program's own
+# non-zero status still wins.
 set -u
 H=${HTAMERGE:?}; S=${HTAMERGE_SYNTH:-$(dirname "$H")/htamerge-synth}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -51,7 +53,7 @@ grep -q "^htamerge: wrote tr.db (2 ranks, run complete; $refused trace files ref
 [ "$(sqlite3 tr.db 'PRAGMA integrity_check')" = ok ] || fail "integrity_check"
 [ "$(sql1 tr.db "SELECT value FROM meta WHERE key = 'run_status'")" = complete ] || fail "run not complete"
 for r in 0 1; do
-    for f in truncated empty garbage growing; do
+    for f in truncated empty garbage shrunk; do
         grep -q "rank $r: skipping .*/$f\.pt\.trace\.json[.gz]*: byte [0-9]*: ." tr.log ||
             fail "rank $r: $f file not reported with its byte offset"
     done
@@ -60,13 +62,16 @@ for r in 0 1; do
         fail "rank $r: garbage .json.gz not reported as not gzip"
     # ... and in the database: one unreadable_file row per refused file.
     bad=$(sql1 tr.db "SELECT count(*) FROM skipped WHERE rank = $r AND reason = 'unreadable_file'
-                      AND file GLOB '*/truncated.pt.trace.json' OR (rank = $r AND reason = 'unreadable_file'
-                      AND (file GLOB '*/empty.pt.trace.json' OR file GLOB '*/garbage.pt.trace.json.gz'
-                           OR file GLOB '*/growing.pt.trace.json'))")
+                      AND (file GLOB '*/truncated.pt.trace.json' OR file GLOB '*/empty.pt.trace.json'
+                           OR file GLOB '*/garbage.pt.trace.json.gz' OR file GLOB '*/shrunk.pt.trace.json')")
     [ "$bad" = 4 ] || fail "rank $r: $bad of 4 refused files in the skipped table"
-    # The good file always; the shrunk one if it was read before the cut.
+    grep -q "rank $r: skipping .*/growing\.pt\.trace\.json" tr.log && fail "rank $r: the grown file was refused"
+    [ "$(sql1 tr.db "SELECT count(*) FROM skipped WHERE rank = $r AND file GLOB '*/growing*'")" = 0 ] ||
+        fail "rank $r: the grown file is in the skipped table"
+    # The good and the grown file always (each once: the grown one's rounds
+    # are not read twice); the shrunk one if it was read before the cut.
     n=$(sql1 tr.db "SELECT count(*) FROM slices s JOIN tracks t ON t.id = s.track WHERE t.rank = $r")
-    [ "$n" = 256 ] || [ "$n" = 512 ] || fail "rank $r: $n slices, expected the good file's 256 (+256)"
+    [ "$n" = 512 ] || [ "$n" = 768 ] || fail "rank $r: $n slices, expected the good and grown files' 512 (+256)"
 done
 grep -qi "sigbus\|sigsegv\|core dumped\|signal" tr.log && fail "a rank died: $(grep -i signal tr.log | head -1)"
 "$H" report tr.db summary | grep -q unreadable_file || fail "report summary does not show the refused files"

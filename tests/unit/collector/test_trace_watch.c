@@ -1,7 +1,7 @@
-/* Tests for collector/trace_watch: files reported once when complete
- * (close after write, rename into place), names that are not traces,
- * subfolders, slow writers, rescans without duplicates, and the kernel
- * queue overflowing. */
+/* Tests for collector/trace_watch: files reported when complete (close
+ * after write, rename into place) and again per later round of writing,
+ * names that are not traces, subfolders, slow writers, rescans without
+ * duplicates, and the kernel queue overflowing. */
 #include "test.h"
 
 #include <errno.h>
@@ -90,9 +90,27 @@ static void test_complete_files(void)
     write_file(at("x.jsonl"), "x");
     CHECK_STR(next_rel(w), "");
 
-    /* rewritten later: still reported once */
+    /* rewritten later (a second profiler cycle under the same name):
+     * reported again; opened and closed without a change: not */
     write_file(at("rank-0.pt.trace.json"), "{\"again\":1}");
+    CHECK_STR(next_rel(w), "rank-0.pt.trace.json");
     CHECK_STR(next_rel(w), "");
+    {
+        int fd = open(at("rank-0.pt.trace.json"), O_WRONLY | O_APPEND);
+        CHECK(fd >= 0);
+        close(fd);
+    }
+    CHECK_STR(next_rel(w), "");
+    /* appended and closed again: a new round */
+    {
+        int fd = open(at("rank-0.pt.trace.json"), O_WRONLY | O_APPEND);
+        CHECK(fd >= 0 && write(fd, " ", 1) == 1);
+        close(fd);
+    }
+    CHECK_STR(next_rel(w), "rank-0.pt.trace.json");
+    CHECK_STR(next_rel(w), "");
+    /* the rescan finds no round it has not reported */
+    CHECK_EQ_INT(col_watch_scan(w), 0);
     col_watch_free(w);
 }
 
@@ -188,17 +206,36 @@ static void test_scan(void)
     CHECK_EQ_INT(col_watch_scan(w), 0);
     col_watch_free(w);
 
-    /* skip_existing: an earlier run's files are never reported */
+    /* skip_existing: an earlier run's files are not reported, unless
+     * this run writes them again */
     w = col_watch_new(root, &err);
     CHECK(w != NULL);
     if (!w)
         return;
     CHECK_EQ_INT(col_watch_skip_existing(w), 3);
-    write_file(at("before.json"), "rewritten");
     write_file(at("new.json"), "x");
     CHECK_STR(next_rel(w), "new.json");
     CHECK_STR(next_rel(w), "");
     CHECK_EQ_INT(col_watch_scan(w), 0);
+    write_file(at("before.json"), "rewritten");
+    CHECK_STR(next_rel(w), "before.json");
+    CHECK_STR(next_rel(w), "");
+    col_watch_free(w);
+
+    /* a file changed while no event could be read (written before the
+     * last scan of a run): the scan reports the new round */
+    w = col_watch_new(root, &err);
+    CHECK(w != NULL);
+    if (!w)
+        return;
+    CHECK_EQ_INT(col_watch_scan(w), 4);
+    for (int i = 0; i < 4; i++)
+        CHECK(next_rel(w)[0] != '\0');
+    CHECK_STR(next_rel(w), "");
+    write_file(at("sub/before2.json"), "a longer second round");
+    CHECK_EQ_INT(col_watch_scan(w), 1);
+    CHECK_STR(next_rel(w), "sub/before2.json");
+    CHECK_STR(next_rel(w), "");   /* its close event: this round is already reported */
     col_watch_free(w);
 }
 
