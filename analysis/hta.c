@@ -14,7 +14,10 @@
  *   4. metrics - on rows with a stream (G): temporal, overlap, kernel-type
  *                sweep, per-kernel stats; on kernel/memcpy/memset rows:
  *                idle-time breakdown per stream.
- * Step 0 stamps each slice's ProfilerStep iteration (ns precision). */
+ * Step 0 stamps each slice's ProfilerStep iteration (ns precision).
+ * Live capture that paused CUPTI leaves "htamerge/cupti recording" samples:
+ * the paused time between GPU ops is then neither idle nor in the span, as
+ * nothing was recorded there (Kineto traces have none: HTA's numbers). */
 #include "hta.h"
 
 #include <math.h>
@@ -83,6 +86,94 @@ static void to_units(const struct hm_slice *s, int fractional, int64_t *start, i
     double dur = (double)(s->dur / 1000) + (double)(s->dur % 1000) / 1000.0;
     *start = (int64_t)ceil(ts);
     *end = (int64_t)floor(ts + dur);
+}
+
+/* ---- pauses of live capture ----------------------------------------------- */
+
+/* Live capture that paused CUPTI (cupti-range, --cupti-window) marks each
+ * change with this counter: 0 = paused from ts on, 1 = recording again. */
+#define AN_RECORDING_COUNTER "htamerge/cupti recording"
+
+static int cmp_counter_ts(const void *a, const void *b)
+{
+    const struct hm_counter *x = a, *y = b;
+    if (x->ts != y->ts)
+        return x->ts < y->ts ? -1 : 1;
+    return x->value < y->value ? -1 : x->value > y->value;
+}
+
+/* The batch's recording samples, sorted by time; a 0 sorts before a 1 at
+ * the same ts, so that the 1 does not end the pause it starts with (the
+ * SQL's next 1 is strictly later). */
+static int recording_samples(const struct hm_batch *b, struct hm_counter **out, size_t *nout)
+{
+    hm_strid yes = UINT32_MAX, no = UINT32_MAX;
+    size_t n = 0;
+
+    *out = NULL;
+    *nout = 0;
+    for (size_t i = 0; i < b->counters.n; i++) {
+        hm_strid name = b->counters.v[i].name;
+        if (name == no)
+            continue;
+        if (name != yes && strcmp(hm_batch_str(b, name), AN_RECORDING_COUNTER) != 0) {
+            no = name; /* memory counters come in long runs of one name */
+            continue;
+        }
+        yes = name;
+        if (!*out && !(*out = malloc((b->counters.n - i) * sizeof **out)))
+            return HM_ENOMEM;
+        (*out)[n++] = b->counters.v[i];
+    }
+    if (n)
+        qsort(*out, n, sizeof **out, cmp_counter_ts);
+    *nout = n;
+    return 0;
+}
+
+/* Appends the pause [p0, p1) ns in units, rounded inward like an event;
+ * p1 == INT64_MAX is a pause that lasted to the end of the run. */
+static void add_pause(struct an_ctx *c, int64_t p0, int64_t p1)
+{
+    struct hm_slice tmp = {.ts = p0, .dur = p1 == INT64_MAX ? 0 : p1 - p0};
+    int64_t start, end;
+
+    to_units(&tmp, c->fractional, &start, &end);
+    if (p1 == INT64_MAX)
+        end = INT64_MAX;
+    if (end > start)
+        c->paused[c->npaused++] = (struct an_interval){start, end};
+}
+
+/* c->paused from the batch's recording samples: as report_cupti_pauses.sql
+ * defines a pause, from a sample at 0 to the next one at 1 after it. */
+static int paused_intervals(const struct hm_batch *b, struct an_ctx *c)
+{
+    struct hm_counter *v;
+    size_t n;
+    int64_t p0 = 0;
+    int paused = 0, rc = recording_samples(b, &v, &n);
+
+    if (rc || !n)
+        return rc;
+    c->paused = malloc(n * sizeof *c->paused);
+    if (!c->paused) {
+        free(v);
+        return HM_ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (v[i].value == 0 && !paused) {
+            paused = 1;
+            p0 = v[i].ts;
+        } else if (v[i].value == 1 && paused && v[i].ts > p0) {
+            paused = 0;
+            add_pause(c, p0, v[i].ts);
+        }
+    }
+    if (paused)
+        add_pause(c, p0, INT64_MAX);
+    free(v);
+    return 0;
 }
 
 /* ---- step 0: iterations ------------------------------------------------ */
@@ -398,6 +489,8 @@ int an_hta_run_modes(struct hm_batch *b, const struct an_options *opts, int nopt
         rc = assign_iterations(b, &c);
     if (rc == 0)
         rc = all_rows(b, &c);
+    if (rc == 0)
+        rc = paused_intervals(b, &c);
     for (; k < nopts && rc == 0; k++) {
         c.rows.n = 0;
         rc = filter_rows(b, &opts[k], &c);
@@ -408,6 +501,7 @@ int an_hta_run_modes(struct hm_batch *b, const struct an_options *opts, int nopt
     free(c.is_gpu);
     free(c.cpu_corr);
     free(c.step_start);
+    free(c.paused);
     HM_VEC_FREE(c.rows);
     HM_VEC_FREE(c.all);
     if (rc != 0) {

@@ -29,6 +29,9 @@ struct an_options {
     int nsteps;
 };
 
+/* When the batch holds "htamerge/cupti recording" samples (live capture
+ * that paused CUPTI), paused time between GPU ops counts in neither
+ * idle_us nor kernel_us (the span), nor in an_idle's gaps. */
 struct an_temporal {
     int64_t idle_us, compute_us, non_compute_us, kernel_us;
     double idle_pct, compute_pct, non_compute_pct;

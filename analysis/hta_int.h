@@ -44,6 +44,11 @@ struct an_ctx {
     int64_t *step_start;        /* owned; per batch step, start in units */
     uint8_t *kclass;            /* owned; per name id, 0xff = not computed yet */
     uint32_t nkclass;
+    /* owned; when live capture paused CUPTI, in units, sorted and disjoint:
+     * nothing was recorded there, so that time is not GPU idle. The last
+     * may end at INT64_MAX (paused to the end of the run). */
+    struct an_interval *paused;
+    size_t npaused;
 };
 
 /* Fills the metrics of r from the rows in c (hta_metrics.c). */
@@ -59,5 +64,8 @@ int64_t an_corr_pos(const struct an_corr *v, size_t n, int64_t corr);
  * starts only when ts > the running max end). *out is malloc'd. */
 int an_merge(const struct an_row *const *rows, size_t n, struct an_interval **out, size_t *nout);
 int64_t an_intervals_len(const struct an_interval *v, size_t n);
+
+/* How much of [start, end) lies in c's paused intervals (0 when none). */
+int64_t an_paused_within(const struct an_ctx *c, int64_t start, int64_t end);
 
 #endif

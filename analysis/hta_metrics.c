@@ -55,6 +55,26 @@ int64_t an_intervals_len(const struct an_interval *v, size_t n)
     return s;
 }
 
+int64_t an_paused_within(const struct an_ctx *c, int64_t start, int64_t end)
+{
+    size_t lo = 0, hi = c->npaused;
+    int64_t s = 0;
+
+    while (lo < hi) { /* the first pause ending after start */
+        size_t mid = (lo + hi) / 2;
+        if (c->paused[mid].end <= start)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (size_t i = lo; i < c->npaused && c->paused[i].start < end; i++) {
+        int64_t a = c->paused[i].start > start ? c->paused[i].start : start;
+        int64_t b = c->paused[i].end < end ? c->paused[i].end : end;
+        s += b - a;
+    }
+    return s;
+}
+
 /* ---- sweep over labelled interval sets ---------------------------------- */
 
 struct edge {
@@ -148,6 +168,16 @@ static void free_sets(struct gsets *g)
         free(g->cls[k]);
 }
 
+/* Paused time between the busy intervals: CUPTI recorded nothing there,
+ * so it is neither busy nor idle and leaves the span. */
+static int64_t paused_gaps(const struct an_ctx *c, const struct gsets *g)
+{
+    int64_t s = 0;
+    for (size_t i = 0; c->npaused && i + 1 < g->nall; i++)
+        s += an_paused_within(c, g->all[i].end, g->all[i + 1].start);
+    return s;
+}
+
 static void temporal(struct an_ctx *c, const struct gsets *g, struct an_rank_result *r)
 {
     struct an_temporal *t = &r->temporal;
@@ -156,7 +186,7 @@ static void temporal(struct an_ctx *c, const struct gsets *g, struct an_rank_res
     r->has_gpu = g->nall > 0;
     if (!g->nall)
         return;
-    kt = g->all[g->nall - 1].end - g->all[0].start;
+    kt = g->all[g->nall - 1].end - g->all[0].start - paused_gaps(c, g);
     busy = an_intervals_len(g->all, g->nall);
     comp = an_intervals_len(g->cls[AN_KCLASS_COMP], g->ncls[AN_KCLASS_COMP]);
     t->kernel_us = to_us(c, kt);
@@ -233,6 +263,8 @@ static int idle(struct an_ctx *c, struct an_rank_result *r)
             continue; /* a stream's first op has no gap */
         }
         int64_t prev_end = v[i - 1]->end, gap = v[i]->start - prev_end;
+        if (gap > 0)
+            gap -= an_paused_within(c, prev_end, v[i]->start); /* not recorded: not idle */
         if (v[i]->has_rt && v[i]->rt_start > prev_end)
             cur->host_wait_us += gap;
         else if (gap < gap_limit)

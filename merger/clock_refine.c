@@ -364,10 +364,10 @@ static int retime(struct xr_ctx *x, struct mrg_writer *w, struct lin *fits, stru
         if (x->clock[r].applied) {
             if (fits[r].slope == 0 && lin_at(&fits[r], fits[r].ref) == shift)
                 continue;
-            ra[r] = (struct mrg_realign_rank){shift, lin_at, &fits[r]};
+            ra[r] = (struct mrg_realign_rank){shift, lin_at, &fits[r], NULL};
             any = 1;
         } else if (shift != 0) {
-            ra[r] = (struct mrg_realign_rank){shift, zero_at, NULL};
+            ra[r] = (struct mrg_realign_rank){shift, zero_at, NULL, NULL};
             any = 1;
         }
     }

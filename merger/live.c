@@ -4,12 +4,14 @@
  * has sent DONE, and its exit code. The first sync round with every peer
  * runs before any of its batches is written, so each batch is written with
  * the rank's start offset; at the end the full piecewise-linear model is
- * applied to what was written (mrg_writer_realign). Batches are written as
+ * applied to what was written (mrg_writer_realign), in two pieces where
+ * the rank's clock stepped (merger/clock.h mrg_clock_split). Batches are written as
  * they arrive and committed at least every commit_ms, so a reader of the
  * WAL file sees the run grow. */
 #include "live.h"
 
 #include <mpi.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -274,9 +276,23 @@ static int say_goodbye(struct mrg_live *m, struct hm_err *err)
     return rc;
 }
 
+/* A rank's model as the realign pass sees it; clamped counts interval
+ * ends a clock step would have put before their starts. */
+struct realign_ctx {
+    struct mrg_clock_model *clock;
+    int64_t clamped;
+};
+
 static int64_t model_offset(void *ctx, int64_t peer_ns)
 {
-    return mrg_clock_offset_at(ctx, peer_ns);
+    return mrg_clock_offset_at(((struct realign_ctx *)ctx)->clock, peer_ns);
+}
+
+static int64_t model_row_offset(void *ctx, int64_t row, int64_t start, int64_t t, int end)
+{
+    struct realign_ctx *x = ctx;
+    return end ? mrg_clock_end_offset_of(x->clock, row, start, t, &x->clamped)
+               : mrg_clock_offset_of(x->clock, row, t);
 }
 
 /* A model that moves no time by more than a ns from the start offset
@@ -289,11 +305,156 @@ static int model_is_constant(const struct mrg_clock_model *c, int64_t applied)
     return 1;
 }
 
+/* Tells a split model which side of its step each GPU collective of rank
+ * r was on, by the same collective's exit on rank 0 (whose times are
+ * final): where the clock stepped back, the rounds cannot tell a moment
+ * before the step from one read again after it. Rows hold raw + applied. */
+static int place_collectives(struct mrg_live *m, int r, int64_t applied, struct hm_err *err)
+{
+    static const char sql[] =
+        "WITH k AS (SELECT c.rank, c.slice, c.pg, c.seq, c.enter_ns, c.exit_ns FROM collectives c "
+        "JOIN slices s ON s.id = c.slice JOIN tracks t ON t.id = s.track "
+        "WHERE t.kind = 'gpu_stream' AND c.seq IS NOT NULL AND c.rank IN (0, ?1)) "
+        "SELECT a.slice, a.enter_ns, a.exit_ns, (SELECT min(b.exit_ns) FROM k b WHERE b.rank = 0 AND b.pg IS a.pg "
+        "AND b.seq = a.seq) FROM k a WHERE a.rank = ?1";
+    sqlite3 *db = mrg_writer_db(m->w);
+    sqlite3_stmt *st = NULL;
+    int rc = mrg_writer_flush(m->w, err), src = SQLITE_DONE;
+
+    if (rc)
+        return rc;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+        return hm_err_set(err, HM_ESQL, NULL, -1, "placing rank %d's collectives: %s", r, sqlite3_errmsg(db));
+    sqlite3_bind_int(st, 1, r);
+    while (rc == 0 && (src = sqlite3_step(st)) == SQLITE_ROW) {
+        if (sqlite3_column_type(st, 1) == SQLITE_NULL || sqlite3_column_type(st, 2) == SQLITE_NULL ||
+            sqlite3_column_type(st, 3) == SQLITE_NULL)
+            continue;
+        if (mrg_clock_place(&m->peers[r].clock, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1) - applied,
+                            sqlite3_column_int64(st, 2) - applied, sqlite3_column_int64(st, 3)))
+            rc = hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
+    }
+    if (rc == 0 && src != SQLITE_DONE)
+        rc = hm_err_set(err, HM_ESQL, NULL, -1, "placing rank %d's collectives: %s", r, sqlite3_errmsg(db));
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* Slices of one track in the order a sequence number gives (CUPTI
+ * correlation, else Kineto's External id), gathered for
+ * mrg_clock_place_sequence. */
+struct seq_run {
+    int64_t *row, *start;
+    size_t n, cap;
+};
+
+static int seq_flush(struct mrg_clock_model *c, struct seq_run *q)
+{
+    int rc = q->n > 1 ? mrg_clock_place_sequence(c, q->row, q->start, q->n) : 0;
+    q->n = 0;
+    return rc;
+}
+
+static int seq_add(struct seq_run *q, int64_t row, int64_t start)
+{
+    if (q->n == q->cap) {
+        size_t cap = q->cap ? q->cap * 2 : 256;
+        int64_t *r = realloc(q->row, cap * sizeof *r), *s;
+        if (!r)
+            return HM_ENOMEM;
+        q->row = r;
+        s = realloc(q->start, cap * sizeof *s);
+        if (!s)
+            return HM_ENOMEM;
+        q->start = s;
+        q->cap = cap;
+    }
+    q->row[q->n] = row;
+    q->start[q->n++] = start;
+    return 0;
+}
+
+/* Tells a split model (a step back) the side of rank r's slices read
+ * around its step from their order: the clock read those moments twice,
+ * but a track's sequence numbers go on. Rows hold raw + applied. */
+static int place_sequences(struct mrg_live *m, int r, int64_t applied, struct hm_err *err)
+{
+    static const char sql[] =
+        "SELECT s.track, s.correlation IS NULL, s.id, s.ts FROM slices s "
+        "JOIN tracks t ON t.id = s.track "
+        "WHERE t.rank = ?1 AND (s.ts BETWEEN ?2 AND ?3 OR s.ts + s.dur BETWEEN ?2 AND ?3) "
+        "AND coalesce(s.correlation, s.external_id) IS NOT NULL "
+        "ORDER BY s.track, 2, coalesce(s.correlation, s.external_id), s.ts";
+    struct mrg_clock_model *c = &m->peers[r].clock;
+    sqlite3 *db = mrg_writer_db(m->w);
+    sqlite3_stmt *st = NULL;
+    struct seq_run q = {0};
+    int64_t track = -1, family = -1;
+    int rc, src = SQLITE_DONE;
+
+    if (c->split == 0 || c->step_ns >= 0)
+        return 0;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+        return hm_err_set(err, HM_ESQL, NULL, -1, "ordering rank %d's slices: %s", r, sqlite3_errmsg(db));
+    /* Every slice that starts or ends between the two rounds around the
+     * step, on either clock (an end there is placed by its start). */
+    sqlite3_bind_int(st, 1, r);
+    sqlite3_bind_int64(st, 2, c->rounds[c->split - 1].peer_ns + c->step_ns + applied);
+    sqlite3_bind_int64(st, 3, c->rounds[c->split].peer_ns - c->step_ns + applied);
+    rc = 0;
+    while (rc == 0 && (src = sqlite3_step(st)) == SQLITE_ROW) {
+        if (sqlite3_column_int64(st, 0) != track || sqlite3_column_int64(st, 1) != family) {
+            rc = seq_flush(c, &q);
+            track = sqlite3_column_int64(st, 0);
+            family = sqlite3_column_int64(st, 1);
+        }
+        if (rc == 0)
+            rc = seq_add(&q, sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3) - applied);
+    }
+    if (rc == 0)
+        rc = seq_flush(c, &q);
+    if (rc)
+        rc = hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
+    else if (src != SQLITE_DONE)
+        rc = hm_err_set(err, HM_ESQL, NULL, -1, "ordering rank %d's slices: %s", r, sqlite3_errmsg(db));
+    sqlite3_finalize(st);
+    free(q.row);
+    free(q.start);
+    return rc;
+}
+
+/* A step of rank r's clock: repaired (mrg_clock_split, then the sides of
+ * the collectives and sequences around it), said on stderr and stored for
+ * `report clocks`. */
+static int repair_step(struct mrg_live *m, int r, int64_t applied, int64_t ref, struct hm_err *err)
+{
+    struct mrg_clock_model *c = &m->peers[r].clock;
+    int64_t at_peer = 0, step = -mrg_clock_step(c, &at_peer);
+    int steps = mrg_clock_split(c), rc;
+
+    if (steps == 0)
+        return 0;
+    rc = place_collectives(m, r, applied, err);
+    if (rc == 0)
+        rc = place_sequences(m, r, applied, err);
+    if (rc)
+        return rc;
+    fprintf(stderr, "htamerge: warning: rank %d's clock stepped by %+.3f ms between two clock syncs (at its "
+            "%.3f s); repaired: times read after the step are aligned with the clock after it\n",
+            r, (double)step / 1e6, (double)(at_peer - ref) / 1e9);
+    if (steps > 1)
+        fprintf(stderr, "htamerge: warning: rank %d's clock stepped %d times; only the largest is repaired, "
+                "times near the others are uncertain by about their size\n", r, steps);
+    return mrg_writer_set_clock_step(m->w, r, c->step_ns, c->step_lo_ns + (c->step_hi_ns - c->step_lo_ns) / 2,
+                                     err);
+}
+
 /* Applies each rank's full clock model and stores its summary. */
 static int apply_clocks(struct mrg_live *m, struct hm_err *err)
 {
     struct mrg_realign_rank *rr = calloc((size_t)m->size, sizeof *rr);
-    int rc = rr ? 0 : hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
+    struct realign_ctx *ctx = calloc((size_t)m->size, sizeof *ctx);
+    int rc = rr && ctx ? 0 : hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
 
     for (int r = 1; r < m->size && rc == 0; r++) {
         struct mrg_clock_model *c = &m->peers[r].clock;
@@ -302,21 +463,23 @@ static int apply_clocks(struct mrg_live *m, struct hm_err *err)
         if (c->n == 0)
             continue;
         mrg_clock_summary(c, &off, &drift, &ref, &unc);
-        int64_t step_at = 0, step = mrg_clock_step(c, &step_at);
-        if (step) {
-            /* Said, and folded into the uncertainty `report clocks` shows. */
-            fprintf(stderr, "htamerge: warning: rank %d's clock stepped by %+.3f ms between two clock "
-                    "syncs (at its %.3f s); times near that moment are uncertain by about that much\n",
-                    r, (double)-step / 1e6, (double)(step_at - ref) / 1e9);
-            if (unc == HM_NONE || unc < (step < 0 ? -step : step))
-                unc = step < 0 ? -step : step;
-        }
+        rc = repair_step(m, r, off, ref, err);
+        if (rc)
+            break;
+        /* The drift of the pieces, the step left out. */
+        mrg_clock_summary(c, &off, &drift, &ref, &unc);
+        ctx[r].clock = c;
         if (!model_is_constant(c, off))
-            rr[r] = (struct mrg_realign_rank){off, model_offset, c};
+            rr[r] = (struct mrg_realign_rank){off, model_offset, &ctx[r], model_row_offset};
         rc = mrg_writer_update_clock(m->w, r, off, drift, ref, "mpi", unc, err);
     }
     if (rc == 0)
         rc = mrg_writer_realign_all(m->w, rr, m->size, err);
+    for (int r = 1; r < m->size && rc == 0; r++)
+        if (ctx[r].clamped)
+            fprintf(stderr, "htamerge: warning: rank %d: %lld intervals across its clock step would end before "
+                    "they start; their duration is 0\n", r, (long long)ctx[r].clamped);
+    free(ctx);
     free(rr);
     return rc;
 }

@@ -139,6 +139,7 @@ struct rank_clock {
     int64_t offset_ns, ref_ns, uncertainty_ns;
     double drift_ppm;
     char method[16];
+    int64_t step_ns, step_at_ns; /* a repaired clock step; step_ns 0 = none */
 };
 
 /* What the writer knows about one rank; becomes its ranks/tracks/files rows. */
@@ -1087,7 +1088,18 @@ static int write_rank_row(struct mrg_writer *w, int rank, const struct rank_stat
     bind_str(st, 17, t, r->nccl_version);
     bind_str(st, 18, t, r->trace_meta);
     sqlite3_bind_int64(st, 19, r->trace_flags);
-    return step(w, st, err, "storing a rank");
+    int rc = step(w, st, err, "storing a rank");
+    if (rc)
+        return rc;
+    /* Apart from the row's statement, which files older than the step
+     * columns can take (only live runs repair a step). */
+    if (r->clk.step_ns) {
+        char sql[160];
+        snprintf(sql, sizeof sql, "UPDATE ranks SET clock_step_ns = %lld, clock_step_at_ns = %lld WHERE rank = %d",
+                 (long long)r->clk.step_ns, (long long)r->clk.step_at_ns, rank);
+        return exec(w, sql, err, "storing a clock step");
+    }
+    return 0;
 }
 
 static int write_tracks(struct mrg_writer *w, int rank, const struct rank_state *r,
@@ -1598,7 +1610,9 @@ struct realign {
     int64_t ntracks;
 };
 
-static int64_t realign_one(const struct realign *ra, int rank, int64_t t)
+/* The aligned time of raw + applied t of rank, read by row (-1: none);
+ * end: t ends an interval that started at start. */
+static int64_t realign_one(const struct realign *ra, int rank, int64_t row, int64_t start, int64_t t, int end)
 {
     const struct mrg_realign_rank *m;
     int64_t peer;
@@ -1607,32 +1621,82 @@ static int64_t realign_one(const struct realign *ra, int rank, int64_t t)
         return t;
     m = &ra->ranks[rank];
     peer = t - m->applied_offset_ns;
+    if (m->row_offset_at)
+        return peer + m->row_offset_at(m->ctx, row, start - m->applied_offset_ns, peer, end);
     return peer + m->offset_at(m->ctx, peer);
 }
 
-/* hm_realign(rank, t) and hm_realign_track(track, t). */
+static int track_rank(const struct realign *ra, sqlite3_value *v)
+{
+    int64_t track = sqlite3_value_int64(v);
+    return track >= 0 && track < ra->ntracks ? ra->track_rank[track] : -1;
+}
+
+static int64_t row_of(int argc, sqlite3_value **argv, int at)
+{
+    return argc > at && sqlite3_value_type(argv[at]) != SQLITE_NULL ? sqlite3_value_int64(argv[at]) : -1;
+}
+
+/* hm_realign(rank, t [, row]) and hm_realign_track(track, t [, row]). */
 static void sql_realign(sqlite3_context *cx, int argc, sqlite3_value **argv)
 {
     const struct realign *ra = sqlite3_user_data(cx);
-    int64_t key = sqlite3_value_int64(argv[0]);
+    int64_t t = sqlite3_value_int64(argv[1]);
 
-    (void)argc;
     if (sqlite3_value_type(argv[1]) == SQLITE_NULL) {
         sqlite3_result_null(cx);
         return;
     }
-    sqlite3_result_int64(cx, realign_one(ra, (int)key, sqlite3_value_int64(argv[1])));
+    sqlite3_result_int64(cx, realign_one(ra, (int)sqlite3_value_int64(argv[0]), row_of(argc, argv, 2), t, t, 0));
 }
 
 static void sql_realign_track(sqlite3_context *cx, int argc, sqlite3_value **argv)
 {
     const struct realign *ra = sqlite3_user_data(cx);
-    int64_t track = sqlite3_value_int64(argv[0]);
-    int rank = track >= 0 && track < ra->ntracks ? ra->track_rank[track] : -1;
+    int64_t t = sqlite3_value_int64(argv[1]);
+
+    sqlite3_result_int64(cx, realign_one(ra, track_rank(ra, argv[0]), row_of(argc, argv, 2), t, t, 0));
+}
+
+/* hm_realign_end(rank, row, start, end) and hm_realign_track_end(track,
+ * row, start, end): the end of an interval, which a clock step may put on
+ * a later clock than its start. */
+static void realign_end_result(sqlite3_context *cx, const struct realign *ra, int rank, sqlite3_value **argv)
+{
+    int64_t start = sqlite3_value_int64(argv[2]), end = sqlite3_value_int64(argv[3]);
+
+    if (sqlite3_value_type(argv[3]) == SQLITE_NULL)
+        sqlite3_result_null(cx);
+    else if (sqlite3_value_type(argv[2]) == SQLITE_NULL)
+        sqlite3_result_int64(cx, realign_one(ra, rank, row_of(4, argv, 1), end, end, 0));
+    else
+        sqlite3_result_int64(cx, realign_one(ra, rank, row_of(4, argv, 1), start, end, 1));
+}
+
+static void sql_realign_end(sqlite3_context *cx, int argc, sqlite3_value **argv)
+{
+    (void)argc;
+    realign_end_result(cx, sqlite3_user_data(cx), (int)sqlite3_value_int64(argv[0]), argv);
+}
+
+static void sql_realign_track_end(sqlite3_context *cx, int argc, sqlite3_value **argv)
+{
+    const struct realign *ra = sqlite3_user_data(cx);
 
     (void)argc;
-    sqlite3_result_int64(cx, realign_one(ra, rank, sqlite3_value_int64(argv[1])));
+    realign_end_result(cx, ra, track_rank(ra, argv[0]), argv);
 }
+
+/* The functions writer_realign.sql calls, registered for one pass. */
+static const struct {
+    const char *name;
+    int nargs;
+    void (*fn)(sqlite3_context *, int, sqlite3_value **);
+} realign_fns[] = {
+    {"hm_realign", 2, sql_realign},           {"hm_realign", 3, sql_realign},
+    {"hm_realign_track", 2, sql_realign_track}, {"hm_realign_track", 3, sql_realign_track},
+    {"hm_realign_end", 4, sql_realign_end},   {"hm_realign_track_end", 4, sql_realign_track_end},
+};
 
 int mrg_writer_realign_all(struct mrg_writer *w, const struct mrg_realign_rank *ranks, int nranks,
                            struct hm_err *err)
@@ -1659,15 +1723,17 @@ int mrg_writer_realign_all(struct mrg_writer *w, const struct mrg_realign_rank *
     for (int r = 0; r < w->nranks; r++)
         for (size_t i = 0; i < w->ranks[r].tracks.n; i++)
             ra.track_rank[w->ranks[r].tracks.v[i].id] = r;
-    if (sqlite3_create_function(w->db, "hm_realign", 2, SQLITE_UTF8 | SQLITE_DETERMINISTIC, &ra,
-                                sql_realign, NULL, NULL) != SQLITE_OK ||
-        sqlite3_create_function(w->db, "hm_realign_track", 2, SQLITE_UTF8 | SQLITE_DETERMINISTIC, &ra,
-                                sql_realign_track, NULL, NULL) != SQLITE_OK)
-        rc = fail_sql(w, err, "registering the clock function");
-    else
+    rc = 0;
+    for (size_t i = 0; i < sizeof realign_fns / sizeof *realign_fns && rc == 0; i++)
+        if (sqlite3_create_function(w->db, realign_fns[i].name, realign_fns[i].nargs,
+                                    SQLITE_UTF8 | SQLITE_DETERMINISTIC, &ra, realign_fns[i].fn, NULL,
+                                    NULL) != SQLITE_OK)
+            rc = fail_sql(w, err, "registering the clock function");
+    if (rc == 0)
         rc = exec(w, hm_sql_writer_realign, err, "applying the clock model");
-    sqlite3_create_function(w->db, "hm_realign", 2, SQLITE_UTF8, NULL, NULL, NULL, NULL);
-    sqlite3_create_function(w->db, "hm_realign_track", 2, SQLITE_UTF8, NULL, NULL, NULL, NULL);
+    for (size_t i = 0; i < sizeof realign_fns / sizeof *realign_fns; i++)
+        sqlite3_create_function(w->db, realign_fns[i].name, realign_fns[i].nargs, SQLITE_UTF8, NULL, NULL, NULL,
+                                NULL);
     free(ra.track_rank);
     return rc;
 }
@@ -1676,6 +1742,18 @@ int mrg_writer_build_indexes(struct mrg_writer *w, struct hm_err *err)
 {
     int rc = write_dimensions_part(w, 0, err);
     return rc ? rc : exec(w, hm_sql_indexes, err, "building indexes");
+}
+
+int mrg_writer_set_clock_step(struct mrg_writer *w, int rank, int64_t step_ns, int64_t step_at_ns,
+                              struct hm_err *err)
+{
+    struct rank_state *r = rank_get(w, rank);
+
+    if (!r)
+        return fail(w, err, HM_ENOMEM, rank, "out of memory");
+    r->clk.step_ns = step_ns;
+    r->clk.step_at_ns = step_at_ns;
+    return 0;
 }
 
 int mrg_writer_update_clock(struct mrg_writer *w, int rank, int64_t offset_ns, double drift_ppm,
@@ -1805,6 +1883,35 @@ static int load_steps(struct mrg_writer *w, int rank, struct hm_batch *b, const 
     return rc == SQLITE_DONE ? 0 : fail_sql(w, err, "loading steps");
 }
 
+/* The rank's CUPTI recording samples: the analyses leave paused time out
+ * of GPU idle. Other counters (memory) are not analysed and stay behind. */
+static int load_recording(struct mrg_writer *w, int rank, struct hm_batch *b, struct hm_err *err)
+{
+    static const char name[] = "htamerge/cupti recording";
+    sqlite3_stmt *st = NULL;
+    hm_strid id = 0;
+    int rc = sqlite3_prepare_v2(w->db, hm_sql_writer_load_recording, -1, &st, NULL);
+
+    if (rc != SQLITE_OK)
+        return fail_sql(w, err, "loading CUPTI pauses");
+    sqlite3_bind_int(st, 1, rank);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        struct hm_counter *k = HM_VEC_PUSH(b->counters);
+        if (k && !id)
+            id = hm_batch_intern(b, name, sizeof name - 1);
+        if (!k || id == UINT32_MAX) {
+            sqlite3_finalize(st);
+            return fail(w, err, HM_ENOMEM, rank, "out of memory loading CUPTI pauses");
+        }
+        k->ts = sqlite3_column_int64(st, 0);
+        k->value = sqlite3_column_double(st, 1);
+        k->device = sqlite3_column_int(st, 2);
+        k->name = id;
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : fail_sql(w, err, "loading CUPTI pauses");
+}
+
 int mrg_writer_load_rank(struct mrg_writer *w, int rank, struct hm_batch **out, struct hm_err *err)
 {
     struct hm_batch *b;
@@ -1825,6 +1932,8 @@ int mrg_writer_load_rank(struct mrg_writer *w, int rank, struct hm_batch **out, 
     rc = load_slices(w, rank, b, &ids, err);
     if (rc == 0)
         rc = load_steps(w, rank, b, ids, err);
+    if (rc == 0)
+        rc = load_recording(w, rank, b, err);
     free(w->loaded_ids);
     w->loaded_ids = rc == 0 ? ids : NULL;
     w->nloaded = rc == 0 ? b->slices.n : 0;

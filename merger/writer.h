@@ -137,11 +137,16 @@ int mrg_writer_close_live(struct mrg_writer *w, struct hm_err *err);
 
 /* A rank's final clock model: its rows were written as peer time +
  * applied_offset_ns and become peer time + offset_at(ctx, peer time).
- * offset_at NULL leaves the rank as it is. */
+ * offset_at NULL leaves the rank as it is. row_offset_at, if set, is used
+ * instead where the row is known (a model with a repaired clock step
+ * tells apart rows that read the same moment twice): the offset of raw t
+ * read by row (a slice id; -1: none); with end 1, t ends an interval that
+ * started at raw start (which may put it on a later clock). */
 struct mrg_realign_rank {
     int64_t applied_offset_ns;
     int64_t (*offset_at)(void *ctx, int64_t peer_ns);
     void *ctx;
+    int64_t (*row_offset_at)(void *ctx, int64_t row, int64_t start, int64_t t, int end);
 };
 
 /* Re-times every rank in one pass over the data (ranks[r] for rank r). */
@@ -151,6 +156,12 @@ int mrg_writer_realign_all(struct mrg_writer *w, const struct mrg_realign_rank *
 /* Builds the indexes now (e.g. before reading the data back for the
  * analyses); _finish then finds them in place. */
 int mrg_writer_build_indexes(struct mrg_writer *w, struct hm_err *err);
+
+/* Records a repaired clock step of rank (ranks.clock_step_ns: the change
+ * of its reading, ranks.clock_step_at_ns: when, on the aligned clock);
+ * any time before _finish. */
+int mrg_writer_set_clock_step(struct mrg_writer *w, int rank, int64_t step_ns, int64_t step_at_ns,
+                              struct hm_err *err);
 
 /* Replaces the clock summary stored for rank (any time before _finish). */
 int mrg_writer_update_clock(struct mrg_writer *w, int rank, int64_t offset_ns, double drift_ppm,

@@ -103,6 +103,47 @@ static int add_rows(sqlite3 *db, const struct qry_report_opts *o, const char *sq
     return 0;
 }
 
+/* Adds each rank's clock step (report_clocks_steps.sql) to the clocks
+ * rows; null in files older than the step columns. */
+static int add_clock_steps(sqlite3 *db, cJSON *doc, struct hm_err *err)
+{
+    cJSON *ranks = cJSON_GetObjectItemCaseSensitive(doc, "ranks"), *row;
+    sqlite3_stmt *st = NULL;
+    int have = 0, rc = SQLITE_DONE;
+
+    const char *has = "SELECT 1 FROM pragma_table_info('ranks') WHERE name = 'clock_step_ns'";
+
+    if (sqlite3_prepare_v2(db, has, -1, &st, NULL) == SQLITE_OK)
+        have = sqlite3_step(st) == SQLITE_ROW;
+    sqlite3_finalize(st);
+    st = NULL;
+    if (have && sqlite3_prepare_v2(db, hm_sql_report_clocks_steps, -1, &st, NULL) != SQLITE_OK)
+        return hm_err_set(err, HM_ESQL, sqlite3_db_filename(db, "main"), -1, "report clocks: %s",
+                          sqlite3_errmsg(db));
+    while (have && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        cJSON_ArrayForEach(row, ranks) {
+            const cJSON *r = cJSON_GetObjectItemCaseSensitive(row, "rank");
+            if (cJSON_IsNumber(r) && r->valuedouble == (double)sqlite3_column_int64(st, 0)) {
+                qry_json_add_column(st, 1, row, "step_ns");
+                qry_json_add_column(st, 2, row, "step_at_ns");
+            }
+        }
+    }
+    if (have && rc != SQLITE_DONE) {
+        sqlite3_finalize(st);
+        return hm_err_set(err, HM_ESQL, sqlite3_db_filename(db, "main"), -1, "report clocks: %s",
+                          sqlite3_errmsg(db));
+    }
+    sqlite3_finalize(st);
+    cJSON_ArrayForEach(row, ranks) {
+        if (!cJSON_GetObjectItemCaseSensitive(row, "step_ns")) {
+            cJSON_AddNullToObject(row, "step_ns");
+            cJSON_AddNullToObject(row, "step_at_ns");
+        }
+    }
+    return 0;
+}
+
 /* Adds key/value rows of sql as scalar members of doc. */
 static int add_facts(sqlite3 *db, const char *sql, cJSON *doc, struct hm_err *err)
 {
@@ -145,7 +186,8 @@ static void judge_run_status(sqlite3 *db, cJSON *doc)
 
 /* Live capture that paused CUPTI (cupti-range, --cupti-window) left GPU
  * activity for part of the run only: the kernel-based topics then say so
- * as doc.gpu_recording, since they count the pauses as GPU idle. */
+ * as doc.gpu_recording, since their totals are of the recorded time (the
+ * analyses leave the pauses out of idle time rather than count them). */
 static int add_recording_note(sqlite3 *db, cJSON *doc, struct hm_err *err)
 {
     sqlite3_stmt *st = NULL;
@@ -172,7 +214,7 @@ static int add_recording_note(sqlite3 *db, cJSON *doc, struct hm_err *err)
     snprintf(note, sizeof note,
              "CUPTI recorded part of the run only (cupti-range or --cupti-window): %lld pauses, "
              "%.0f%% of the pausing ranks' time unrecorded; kernel-based numbers cover the recorded "
-             "time and count the pauses as GPU idle",
+             "time only and leave the pauses out of idle time",
              (long long)pauses, span > 0 ? 100.0 * (double)paused / (double)span : 0.0);
     return cJSON_AddStringToObject(doc, "gpu_recording", note) ? 0
                                                                 : hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
@@ -265,6 +307,8 @@ int qry_report_build(sqlite3 *db, const struct qry_report_opts *o, cJSON **out, 
             rc = add_rows(db, o, hm_sql_report_step_breakdown, doc, "breakdown", err);
     } else if (!strcmp(t, "clocks")) {
         rc = add_rows(db, o, hm_sql_report_clocks, doc, "ranks", err);
+        if (rc == 0)
+            rc = add_clock_steps(db, doc, err);
     } else if (!strcmp(t, "stragglers") && o->method && !strcmp(o->method, "hta")) {
         rc = qry_stragglers_hta(db, o, doc, err);
     } else if (!strcmp(t, "stragglers")) {

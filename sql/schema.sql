@@ -47,7 +47,9 @@ CREATE TABLE ranks (
     device_props         TEXT,     -- GPU properties as JSON (deviceProperties)
     nccl_version         TEXT,     -- NCCL version string
     trace_meta           TEXT,     -- other top-level trace fields as a JSON object
-    trace_flags          INTEGER   -- bits (HM_INFO_F_*): 1 = some ts had a fraction of a us or was missing (HTA then rounds events inward to whole us)
+    trace_flags          INTEGER,  -- bits (HM_INFO_F_*): 1 = some ts had a fraction of a us or was missing (HTA then rounds events inward to whole us)
+    clock_step_ns        INTEGER DEFAULT 0,  -- a step of the rank's clock during the run (NTP stepping it), repaired: the change of its reading (< 0: back); 0 if none
+    clock_step_at_ns     INTEGER   -- when the step happened, aligned ns; NULL if none
 );
 
 -- Source files read per rank (offline ingest); live capture has none.

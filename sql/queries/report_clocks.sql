@@ -3,6 +3,7 @@
 -- merger/clock_refine.c): samples used, the median exit difference to the
 -- reference rank before and after, their scatter, and clock condition
 -- violations left after alignment (repaired in the matched records).
+-- The clock steps are added from report_clocks_steps.sql.
 SELECT r.rank, r.clock_offset_ns AS offset_ns, r.clock_drift_ppm AS drift_ppm,
        r.clock_method AS method, r.clock_uncertainty_ns AS uncertainty_ns,
        k.samples AS check_samples,

@@ -224,6 +224,11 @@ for topic in summary temporal idle overlap kernels nvtx; do
     "$H" report "$T/paused.db" $topic --format json > "$T/paused.$topic.json" 2>&1 || fail "report paused $topic"
     check "$T/paused.$topic.json" '"CUPTI recorded part of the run only" in d["gpu_recording"] and ": 2 pauses, " in d["gpu_recording"]'
 done
+# The per-rank analyses leave the pauses out of idle time (the a_* rows of
+# this file predate its counters: htamerge-reanalyse re-runs only the
+# cross-rank analyses; tests/unit/analysis/test_hta_pauses.c covers the
+# live merger's reload and analysis of a paused rank).
+check "$T/paused.temporal.json" '"leave the pauses out of idle time" in d["gpu_recording"]'
 "$H" report "$T/torch_default.db" temporal --format json > "$T/unpaused.json" 2>&1
 check "$T/unpaused.json" '"gpu_recording" not in d'
 

@@ -40,6 +40,8 @@ select (select count(*) from w) windows,
        (select count(*) from k) kernels,
        (select count(*) from k where not exists (select 1 from w where k.ts >= w.t0 and k.ts <= w.t1 + 50000000)) outside,
        (select count(*) from v_slices where name = 'train_step' and category = 'nvtx') nvtx_train_steps" 2>&1 | tee -a "$R"
+# The kernel-based report of the windowed run (pauses left out of idle).
+"$H" report "$W/win.db" temporal 2>&1 | tee -a "$R"
 # The window edges as recorded (ms from the first): on = 1, off = 0.
 "$H" sql "$W/win.db" "select round((c.ts - (select min(ts) from counters)) / 1e6, 1) ms, c.value from counters c
                       join strings s on s.id = c.name where s.str = 'htamerge/cupti recording' order by c.ts" 2>&1 | tee -a "$R"
