@@ -565,8 +565,10 @@ int mrg_live_finish(struct mrg_live *m, int complete, struct mrg_live_result *re
         rc = mrg_writer_set_meta(m->w, "run_status", complete ? "complete" : "incomplete", err);
     if (rc == 0)
         rc = complete ? mrg_writer_finish(m->w, err) : mrg_writer_close_live(m->w, err);
-    else
+    else {
+        mrg_writer_mark_failed(m->w, "failed");
         mrg_writer_close_live(m->w, NULL);
+    }
     res->job_exit = worst;
     res->files_refused = m->files_refused;
     for (int r = 0; r < m->size; r++)

@@ -192,6 +192,8 @@ struct mrg_writer {
     int64_t next_slice, next_track;  /* next slices.id / tracks.id */
     int64_t page_size;
     int failed;                      /* 1 after a failed call */
+    char failure[256];               /* the first storing failure, for run_status */
+    char *reserve_path;              /* owned; live: space held back (see take_reserve) */
     int live;                        /* written in place, WAL, committed as it goes */
     int reopened;                    /* mrg_writer_reopen: an existing file, analyses only */
     void (*tap)(void *ctx, const struct mrg_slice_row *row); /* mrg_writer_set_slice_tap */
@@ -224,6 +226,8 @@ static int fail_sql(struct mrg_writer *w, struct hm_err *err, const char *what)
              rc == SQLITE_READONLY || rc == SQLITE_PERM)
         code = HM_EIO;
     w->failed = 1;
+    if (!w->failure[0])
+        snprintf(w->failure, sizeof w->failure, "%s: %s", what, sqlite3_errmsg(w->db));
     return hm_err_set(err, code, w->final_path, -1, "%s: %s", what, sqlite3_errmsg(w->db));
 }
 
@@ -1199,8 +1203,39 @@ static void close_db(struct mrg_writer *w)
     w->db = NULL;
 }
 
+/* A live file that fills its disk could not even say so: run_status would
+ * stay "running". So the live writer holds RESERVE_BYTES in a side file
+ * (PATH-reserve) from the start and gives them back to write the failure
+ * (mrg_writer_mark_failed). No reserve when the disk is already full: the
+ * run then fails at its first commit anyway. */
+enum { RESERVE_BYTES = 1 << 20 };
+
+static void hold_reserve(struct mrg_writer *w)
+{
+    char path[PATH_MAX + 16];
+    int fd, ok;
+
+    snprintf(path, sizeof path, "%s-reserve", w->final_path);
+    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return;
+    ok = posix_fallocate(fd, 0, RESERVE_BYTES) == 0;
+    close(fd);
+    if (!ok || !(w->reserve_path = strdup(path)))
+        unlink(path);
+}
+
+static void take_reserve(struct mrg_writer *w)
+{
+    if (w->reserve_path)
+        unlink(w->reserve_path);
+    free(w->reserve_path);
+    w->reserve_path = NULL;
+}
+
 static void writer_free(struct mrg_writer *w)
 {
+    take_reserve(w);
     free(w->loaded_ids);
     for (int i = 0; i < w->nranks; i++) {
         HM_VEC_FREE(w->ranks[i].tracks);
@@ -1433,6 +1468,31 @@ static const char *const live_pragmas[] = {
     "PRAGMA cache_size = -262144",
 };
 
+int mrg_writer_mark_failed(struct mrg_writer *w, const char *status)
+{
+    sqlite3_stmt *st = NULL;
+    char text[320];
+    int rc;
+
+    if (!w->live || !w->db)
+        return -1;
+    take_reserve(w);
+    snprintf(text, sizeof text, "%s%s%s", status, w->failure[0] ? ": " : "", w->failure);
+    sqlite3_exec(w->db, "ROLLBACK", NULL, NULL, NULL);   /* what failed is not kept */
+    rc = sqlite3_prepare_v2(w->db, "INSERT OR REPLACE INTO meta (key, value) VALUES ('run_status', ?1)", -1,
+                            &st, NULL);
+    if (rc == SQLITE_OK) {
+        sqlite3_bind_text(st, 1, text, -1, SQLITE_TRANSIENT);
+        rc = sqlite3_step(st) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
+    }
+    sqlite3_finalize(st);
+    /* Out of the transaction the statement committed itself; start the one
+     * the writer's close expects to find. */
+    if (rc == SQLITE_OK)
+        sqlite3_exec(w->db, "BEGIN", NULL, NULL, NULL);
+    return rc == SQLITE_OK ? 0 : -1;
+}
+
 struct mrg_writer *mrg_writer_open_live(const char *path, struct hm_err *err)
 {
     struct mrg_writer *w = calloc(1, sizeof *w);
@@ -1473,6 +1533,7 @@ struct mrg_writer *mrg_writer_open_live(const char *path, struct hm_err *err)
     if (exec(w, sort_threads_pragma(threads, sizeof threads), err, "setting up the database") ||
         open_schema(w, err))
         goto fail;
+    hold_reserve(w);
     return w;
 fail:
     close_db(w);

@@ -135,6 +135,13 @@ int mrg_writer_commit(struct mrg_writer *w, struct hm_err *err);
  * run cut short. Consumes w. err may be NULL. */
 int mrg_writer_close_live(struct mrg_writer *w, struct hm_err *err);
 
+/* After a failed call (e.g. the disk filled): drops what the failed
+ * transaction held, gives back the space held in reserve since the open
+ * (PATH-reserve, 1 MiB) and commits meta.run_status = "STATUS: <the first
+ * failure>", so the file says why it ends where it does. Returns 0, or -1
+ * when even that could not be written. Live writers only. */
+int mrg_writer_mark_failed(struct mrg_writer *w, const char *status);
+
 /* A rank's final clock model: its rows were written as peer time +
  * applied_offset_ns and become peer time + offset_at(ctx, peer time).
  * offset_at NULL leaves the rank as it is. row_offset_at, if set, is used

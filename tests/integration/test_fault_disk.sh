@@ -2,7 +2,9 @@
 # Fault injection, the disk fills (issue 9): the output lives on a small
 # tmpfs. A live run that fills it mid-way must stop the whole job at once
 # (no rank left waiting), exit non-zero, say "disk is full", and leave a
-# file that passes integrity_check with whole batches only; a run whose
+# file that passes integrity_check with whole batches only and says why it
+# ends there (run_status "failed: ... disk is full", written with the space
+# the merger held in reserve, PATH-reserve, which is gone); a run whose
 # disk is full from the start fails the same way; ingest (temporary file +
 # rename) leaves no file at all. Skipped where mounting is not permitted.
 set -u
@@ -19,7 +21,7 @@ T=$(pwd -P)
 mkdir mnt
 cleanup() { cd /; [ -n "${KEEP:-}" ] && mkdir -p "$T/kept" && cp -a "$T/mnt/." "$T/kept/"; umount "$T/mnt" 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$T" "$TMPDIR"; }
 trap cleanup EXIT
-if ! mount -t tmpfs -o size=6m tmpfs mnt 2>/dev/null; then
+if ! mount -t tmpfs -o size=8m tmpfs mnt 2>/dev/null; then
     echo "SKIP: cannot mount a tmpfs here (not root, or no CAP_SYS_ADMIN)"
     exit 0
 fi
@@ -38,7 +40,8 @@ wait_gone() {
     fail "$1: processes still running after mpirun returned"
 }
 
-# 1. Full mid-run: 3 ranks x 300 steps is ~20 MB of WAL, the disk holds 6.
+# 1. Full mid-run: 3 ranks x 300 steps is ~20 MB of WAL, the disk holds 8
+#    (1 of them the merger's reserve).
 t0=$(date +%s)
 timeout -k 5 90 mpirun -n 3 "$H" -o mnt/run.db "$S" --steps 300 --step-ms 10 --cycle 2 > run.log 2>&1
 rc=$?
@@ -55,18 +58,19 @@ bad=$(sql1 mnt/run.db "WITH s AS (SELECT t.rank, count(*) AS n FROM slices s JOI
 kept=$(sql1 mnt/run.db 'SELECT count(*) FROM steps')
 [ "${kept:-0}" -gt 0 ] || fail "mid-run: nothing committed before the disk filled"
 [ "$(sql1 mnt/run.db 'SELECT count(*) FROM ranks WHERE complete')" = 0 ] || fail "mid-run: ranks marked complete"
-# The report judges a "running" file by whether its merger still exists;
-# a killed rank may linger a moment as a zombie after mpirun returns.
-for _ in $(seq 1 50); do
-    "$H" report mnt/run.db summary > sum.txt 2>&1 && grep -q "run_status: incomplete" sum.txt && break
-    sleep 0.1
-done
-grep -q "run_status: incomplete" sum.txt || { fail "mid-run: not reported incomplete"; cat sum.txt >&2; }
+status=$(sql1 mnt/run.db "SELECT value FROM meta WHERE key = 'run_status'")
+case $status in
+"failed: "*"disk is full"*) ;;
+*) fail "mid-run: run_status '$status', expected 'failed: ... disk is full'" ;;
+esac
+[ ! -e mnt/run.db-reserve ] || fail "mid-run: the reserve file is left behind"
+"$H" report mnt/run.db summary > sum.txt 2>&1
+grep -q "run_status: failed: .*disk is full" sum.txt || { fail "mid-run: report does not say it failed"; cat sum.txt >&2; }
 echo "disk full mid-run: exit $rc after $secs s, $kept steps committed, file intact"
 
 # 2. Full before the first commit: same outcome, nothing to keep.
 rm -f mnt/*
-head -c $((6 * 1024 * 1024)) /dev/zero > mnt/filler 2>/dev/null
+head -c $((8 * 1024 * 1024)) /dev/zero > mnt/filler 2>/dev/null
 timeout -k 5 60 mpirun -n 2 "$H" -o mnt/start.db "$S" --steps 4 > start.log 2>&1
 rc=$?
 wait_gone start
