@@ -171,6 +171,11 @@ static struct hm_slice *new_slice(struct col_ring *r, uint32_t kind, int64_t pid
 
     if (!s)
         return NULL;
+    /* The injection library puts the launches it rebuilds from kernels'
+     * queued times on thread 0 (no real thread has that id): the timeline
+     * and exports then say what that track is. */
+    if (kind == HM_TRACK_CPU_THREAD && tid == 0 && !r->b->tracks.v[t].name)
+        r->b->tracks.v[t].name = hm_batch_intern(r->b, COL_RING_LAUNCH_TRACK, strlen(COL_RING_LAUNCH_TRACK));
     s->track = (uint32_t)t;
     s->correlation = s->external_id = s->bytes = HM_NONE;
     s->iteration = HM_NONE;

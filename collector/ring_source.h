@@ -14,6 +14,10 @@
 
 struct col_ring;
 
+/* The name given to thread 0 of a live capture, which holds the launches
+ * rebuilt from kernels' queued times (collector/sources/inject/cupti.c). */
+#define COL_RING_LAUNCH_TRACK "CUDA launches (from queued times)"
+
 /* Creates the ring `name` (see hm_ring_format_name) of `bytes` (0 default). */
 struct col_ring *col_ring_new(const char *name, size_t bytes, int rank, struct hm_err *err);
 void col_ring_free(struct col_ring *r);

@@ -42,6 +42,12 @@ int main(void)
     CHECK_EQ_INT(hm_ring_write(w, HM_RING_SLICE, &k, sizeof k), 0);
     k.ts = 2000, k.name = 2;
     CHECK_EQ_INT(hm_ring_write(w, HM_RING_SLICE, &k, sizeof k), 0);
+    /* A launch rebuilt from a queued time: thread 0, whose track is named. */
+    struct hm_ring_slice l = {.ts = 900, .dur = 0, .correlation = 7, .bytes = HM_NONE, .tid = 0, .pid = 1234,
+                              .name = 2, .kind = HM_TRACK_CPU_THREAD, .cat = HM_CAT_CUDA_RUNTIME};
+    CHECK_EQ_INT(hm_ring_write(w, HM_RING_SLICE, &l, sizeof l), 0);
+    l.tid = 1234;   /* a real thread keeps no name of ours */
+    CHECK_EQ_INT(hm_ring_write(w, HM_RING_SLICE, &l, sizeof l), 0);
     struct hm_ring_nccl_coll c = {.ts = 1100, .dur = 300, .seq = 5, .count = 1024, .comm_id = 42,
                                   .stream = 13, .device = 0, .rank = 0, .nranks = 2, .func = 3, .dtype = 4};
     CHECK_EQ_INT(hm_ring_write(w, HM_RING_NCCL_COLL, &c, sizeof c), 0);
@@ -49,12 +55,17 @@ int main(void)
     b = col_ring_drain(r, 1, &err);
     CHECK(b != NULL);
     if (b) {
-        CHECK_EQ_INT(b->slices.n, 3);
+        CHECK_EQ_INT(b->slices.n, 5);
+        for (size_t i = 0; i < b->tracks.n; i++) {
+            const struct hm_track *t = &b->tracks.v[i];
+            if (t->kind == HM_TRACK_CPU_THREAD)
+                CHECK_STR(hm_batch_str(b, t->name), t->tid == 0 ? COL_RING_LAUNCH_TRACK : "");
+        }
         CHECK_STR(hm_batch_str(b, b->slices.v[0].name),
                   "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)");
         CHECK_STR(hm_batch_str(b, b->slices.v[1].name), "_Znot a mangled name");
         CHECK_EQ_INT(b->slices.v[0].cat, HM_CAT_KERNEL);
-        CHECK_EQ_INT(b->slices.v[2].cat, HM_CAT_COLLECTIVE_COMM);
+        CHECK_EQ_INT(b->slices.v[4].cat, HM_CAT_COLLECTIVE_COMM);
         CHECK_EQ_INT(b->collectives.n, 1);
         if (b->collectives.n == 1) {
             CHECK_EQ_INT(b->collectives.v[0].seq, 5);
