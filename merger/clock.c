@@ -8,6 +8,7 @@
 
 #include "common/err.h"
 #include "common/record.h"
+#include "common/vec.h"
 
 int mrg_clock_add_round(struct mrg_clock_model *m, const struct mrg_clock_sample *s, size_t n)
 {
@@ -24,14 +25,8 @@ int mrg_clock_add_round(struct mrg_clock_model *m, const struct mrg_clock_sample
     r.rtt_ns = best->t2 - best->t0;
     /* Midpoint without overflow; never through double (epoch ns). */
     r.offset_ns = best->t0 + r.rtt_ns / 2 - best->t1;
-    if (m->n == m->cap) {
-        size_t cap = m->cap ? m->cap * 2 : 8;
-        struct mrg_clock_round *v = realloc(m->rounds, cap * sizeof *v);
-        if (!v)
-            return HM_ENOMEM;
-        m->rounds = v;
-        m->cap = cap;
-    }
+    if (hm_vec_reserve((void **)&m->rounds, &m->cap, m->n + 1, sizeof *m->rounds))
+        return HM_ENOMEM;
     for (i = m->n; i > 0 && m->rounds[i - 1].peer_ns > r.peer_ns; i--)
         m->rounds[i] = m->rounds[i - 1];
     m->rounds[i] = r;
@@ -351,14 +346,8 @@ int mrg_clock_place(struct mrg_clock_model *m, int64_t row, int64_t enter_ns, in
 /* Appends a pin; the caller keeps the array sorted. */
 static int append_pin(struct mrg_clock_model *m, int64_t row, int64_t t, int after, int64_t order)
 {
-    if (m->npins == m->pins_cap) {
-        size_t cap = m->pins_cap ? m->pins_cap * 2 : 16;
-        struct mrg_clock_pin *v = realloc(m->pins, cap * sizeof *v);
-        if (!v)
-            return HM_ENOMEM;
-        m->pins = v;
-        m->pins_cap = cap;
-    }
+    if (hm_vec_reserve((void **)&m->pins, &m->pins_cap, m->npins + 1, sizeof *m->pins))
+        return HM_ENOMEM;
     m->pins[m->npins++] = (struct mrg_clock_pin){row, t, after, order};
     return 0;
 }

@@ -26,6 +26,8 @@
 #include "cross_rank.h"
 #include "writer.h"
 #include "common/monotime.h"
+#include "common/vec.h"
+#include "hm_sql.h"
 
 enum { COMMIT_MS = 500, MAX_MSGS_PER_STEP = 64 };
 
@@ -311,19 +313,13 @@ static int model_is_constant(const struct mrg_clock_model *c, int64_t applied)
  * before the step from one read again after it. Rows hold raw + applied. */
 static int place_collectives(struct mrg_live *m, int r, int64_t applied, struct hm_err *err)
 {
-    static const char sql[] =
-        "WITH k AS (SELECT c.rank, c.slice, c.pg, c.seq, c.enter_ns, c.exit_ns FROM collectives c "
-        "JOIN slices s ON s.id = c.slice JOIN tracks t ON t.id = s.track "
-        "WHERE t.kind = 'gpu_stream' AND c.seq IS NOT NULL AND c.rank IN (0, ?1)) "
-        "SELECT a.slice, a.enter_ns, a.exit_ns, (SELECT min(b.exit_ns) FROM k b WHERE b.rank = 0 AND b.pg IS a.pg "
-        "AND b.seq = a.seq) FROM k a WHERE a.rank = ?1";
     sqlite3 *db = mrg_writer_db(m->w);
     sqlite3_stmt *st = NULL;
     int rc = mrg_writer_flush(m->w, err), src = SQLITE_DONE;
 
     if (rc)
         return rc;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(db, hm_sql_live_place_collectives, -1, &st, NULL) != SQLITE_OK)
         return hm_err_set(err, HM_ESQL, NULL, -1, "placing rank %d's collectives: %s", r, sqlite3_errmsg(db));
     sqlite3_bind_int(st, 1, r);
     while (rc == 0 && (src = sqlite3_step(st)) == SQLITE_ROW) {
@@ -344,33 +340,27 @@ static int place_collectives(struct mrg_live *m, int r, int64_t applied, struct 
  * correlation, else Kineto's External id), gathered for
  * mrg_clock_place_sequence. */
 struct seq_run {
-    int64_t *row, *start;
-    size_t n, cap;
+    HM_VEC(int64_t) row;
+    HM_VEC(int64_t) start;
 };
 
 static int seq_flush(struct mrg_clock_model *c, struct seq_run *q)
 {
-    int rc = q->n > 1 ? mrg_clock_place_sequence(c, q->row, q->start, q->n) : 0;
-    q->n = 0;
+    int rc = q->row.n > 1 ? mrg_clock_place_sequence(c, q->row.v, q->start.v, q->row.n) : 0;
+    q->row.n = q->start.n = 0;
     return rc;
 }
 
 static int seq_add(struct seq_run *q, int64_t row, int64_t start)
 {
-    if (q->n == q->cap) {
-        size_t cap = q->cap ? q->cap * 2 : 256;
-        int64_t *r = realloc(q->row, cap * sizeof *r), *s;
-        if (!r)
-            return HM_ENOMEM;
-        q->row = r;
-        s = realloc(q->start, cap * sizeof *s);
-        if (!s)
-            return HM_ENOMEM;
-        q->start = s;
-        q->cap = cap;
+    int64_t *r = HM_VEC_PUSH(q->row), *t = r ? HM_VEC_PUSH(q->start) : NULL;
+
+    if (!t) {
+        q->row.n -= r != NULL;   /* both or neither */
+        return HM_ENOMEM;
     }
-    q->row[q->n] = row;
-    q->start[q->n++] = start;
+    *r = row;
+    *t = start;
     return 0;
 }
 
@@ -379,12 +369,6 @@ static int seq_add(struct seq_run *q, int64_t row, int64_t start)
  * but a track's sequence numbers go on. Rows hold raw + applied. */
 static int place_sequences(struct mrg_live *m, int r, int64_t applied, struct hm_err *err)
 {
-    static const char sql[] =
-        "SELECT s.track, s.correlation IS NULL, s.id, s.ts FROM slices s "
-        "JOIN tracks t ON t.id = s.track "
-        "WHERE t.rank = ?1 AND (s.ts BETWEEN ?2 AND ?3 OR s.ts + s.dur BETWEEN ?2 AND ?3) "
-        "AND coalesce(s.correlation, s.external_id) IS NOT NULL "
-        "ORDER BY s.track, 2, coalesce(s.correlation, s.external_id), s.ts";
     struct mrg_clock_model *c = &m->peers[r].clock;
     sqlite3 *db = mrg_writer_db(m->w);
     sqlite3_stmt *st = NULL;
@@ -394,7 +378,7 @@ static int place_sequences(struct mrg_live *m, int r, int64_t applied, struct hm
 
     if (c->split == 0 || c->step_ns >= 0)
         return 0;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(db, hm_sql_live_place_sequences, -1, &st, NULL) != SQLITE_OK)
         return hm_err_set(err, HM_ESQL, NULL, -1, "ordering rank %d's slices: %s", r, sqlite3_errmsg(db));
     /* Every slice that starts or ends between the two rounds around the
      * step, on either clock (an end there is placed by its start). */
@@ -418,8 +402,8 @@ static int place_sequences(struct mrg_live *m, int r, int64_t applied, struct hm
     else if (src != SQLITE_DONE)
         rc = hm_err_set(err, HM_ESQL, NULL, -1, "ordering rank %d's slices: %s", r, sqlite3_errmsg(db));
     sqlite3_finalize(st);
-    free(q.row);
-    free(q.start);
+    HM_VEC_FREE(q.row);
+    HM_VEC_FREE(q.start);
     return rc;
 }
 
