@@ -29,10 +29,13 @@ dbs=()
 for f in "$root"/tests/fixtures/gpu/*.db.gz; do
     n=$(basename "$f" .db.gz); gzip -dc "$f" > "$tmp/$n.db"; dbs+=("$tmp/$n.db")
 done
+# Ingest reads copies under the temporary folder, whose path has the same
+# length on every machine: table reports cut long paths to a fixed width.
+cp -r "$root/tests/fixtures" "$tmp/fx"
 for d in gloo/ddp4_none gloo/ddp4_straggler2 hta/trace_filter hta/critical_path/alexnet \
          hta/nccl_parser_config hta/rank_non_gpu hta/large_integer_trace; do
     n=ingest_$(echo "$d" | tr '/' '_')
-    "$hm" ingest -o "$tmp/$n.db" --keep-going "$root/tests/fixtures/$d" > "$out/$n.ingest.txt" 2>&1
+    "$hm" ingest -o "$tmp/$n.db" --keep-going "$tmp/fx/$d" > "$out/$n.ingest.txt" 2>&1
     echo "rc=$?" >> "$out/$n.ingest.txt"
     mask < "$out/$n.ingest.txt" > "$out/$n.ingest.tmp" && mv "$out/$n.ingest.tmp" "$out/$n.ingest.txt"
     [ -f "$tmp/$n.db" ] || continue
