@@ -1,4 +1,4 @@
--- Cross-rank analyses (merger/cross_rank.c): one scan of the slices for the
+-- Cross-rank analyses (analysis/cross_rank/cross_rank.c): one scan of the slices for the
 -- GPU ops, CUDA launch calls and annotation ranges of every rank.
 -- Columns: rank, id, track, on a GPU stream, cat, ts, end, correlation,
 -- name, iteration.

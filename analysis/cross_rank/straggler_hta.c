@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/cross_rank.h"
 #include "common/vec.h"
 #include "hm_sql.h"
-#include "straggler_hta.h"
 
 struct kernel_row {              /* the last long kernel of one group */
     int rank;
@@ -221,7 +221,7 @@ static int count_marks(const kernel_vec *rows, int64_t stream, const char *name,
     return 0;
 }
 
-static char *steps_to_json(const struct qry_report_opts *o)
+static char *steps_to_json(const struct xr_hta_opts *o)
 {
     size_t cap = 16 + (size_t)o->nsteps * 24, n = 0;
     char *s = o->steps ? malloc(cap) : NULL;
@@ -235,7 +235,7 @@ static char *steps_to_json(const struct qry_report_opts *o)
     return s;
 }
 
-int qry_stragglers_hta(sqlite3 *db, const struct qry_report_opts *o, cJSON *doc, struct hm_err *err)
+int xr_stragglers_hta(sqlite3 *db, const struct xr_hta_opts *o, cJSON *doc, struct hm_err *err)
 {
     kernel_vec rows = {0};
     int64_t t_min = 0, stream = 0;

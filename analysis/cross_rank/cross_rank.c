@@ -1,4 +1,4 @@
-/* Cross-rank analyses driver (API in cross_rank.h): loads what the stages
+/* Cross-rank analyses driver (API in analysis/cross_rank.h): loads what the stages
  * need of each rank from the database being written (or takes the view
  * offline ingest tapped while writing), then runs them in
  * order, each one using what the one before left in the context:
@@ -7,9 +7,8 @@
  *   wait states and straggler verdicts -> store -> NVTX stitching ->
  *   step breakdown.
  * Nothing here writes slices; re-timing goes through mrg_writer_realign. */
-#include "cross_rank.h"
+#include "analysis/cross_rank.h"
 
-#include <stdio.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -22,6 +21,7 @@
 #include "cross_rank_int.h"
 #include "hm_sql.h"
 #include "match.h"
+#include "merger/writer.h"
 #include "nvtx_stitch.h"
 #include "step_breakdown.h"
 #include "stragglers.h"
@@ -563,14 +563,13 @@ static int run_stages(struct xr_ctx *x, struct mrg_writer *w, struct hm_err *err
     return rc;
 }
 
-int mrg_cross_rank_finish(struct mrg_writer *w, const struct mrg_cross_rank_opts *opts,
-                          struct hm_err *err)
+int xr_finish(struct mrg_writer *w, const struct xr_opts *opts, struct hm_err *err)
 {
-    return xr_finish(w, opts, NULL, err);
+    return xr_finish_view(w, opts, NULL, err);
 }
 
-int xr_finish(struct mrg_writer *w, const struct mrg_cross_rank_opts *opts, struct xr_view *view,
-              struct hm_err *err)
+int xr_finish_view(struct mrg_writer *w, const struct xr_opts *opts, struct xr_view *view,
+                   struct hm_err *err)
 {
     struct xr_ctx x = {.view = view};
     int rc = mrg_writer_flush(w, err);
@@ -592,7 +591,7 @@ int xr_finish(struct mrg_writer *w, const struct mrg_cross_rank_opts *opts, stru
 
 /* Members before their instances and stitched ranges, in case a reader
  * adds foreign keys later. */
-int mrg_cross_rank_clear(struct mrg_writer *w, struct hm_err *err)
+int xr_clear(struct mrg_writer *w, struct hm_err *err)
 {
     static const char *const tables[] = {"collective_instance_ranks", "collective_instances",
                                          "clock_checks", "straggler_verdicts",
