@@ -18,7 +18,10 @@ enum {
  * CLI_EXIT_* (the job's status is the program's). */
 enum { JOB_EXIT_OK = 0, JOB_EXIT_FAIL = 1, JOB_EXIT_USAGE = 2, JOB_EXIT_PARTIAL = 3 };
 
-/* --serve-linger's default: see job/serve.h for why. */
+/* --serve-linger's default: five minutes for a person who watched the run
+ * live to see it complete and look through it in the page already open,
+ * while a batch job, which nobody interrupts, still ends on its own soon
+ * after (to browse longer: `htamerge serve FILE`). */
 #define JOB_SERVE_LINGER_DEFAULT_S 300
 /* --serve-linger forever: until Ctrl-C (or mpirun goes). */
 #define JOB_SERVE_LINGER_FOREVER (-1)
