@@ -19,12 +19,10 @@
 #include "collector/sources/kineto_json/kineto_json.h"
 #include "common/batch.h"
 #include "ingest_int.h"
-#include "cross_rank.h"
+#include "analysis/cross_rank.h"
 #include "writer.h"
 #include "common/monotime.h"
 #include "common/strtab.h"
-#include "cross_rank_int.h"
-#include "match.h"
 
 struct pool {
     char *const *files;          /* borrowed */
@@ -455,7 +453,7 @@ int mrg_ingest(char *const *files, size_t nfiles, const struct mrg_ingest_opts *
         rc = mrg_ingest_write_meta(w, opts, "htamerge ingest", err);
     mrg_writer_set_slice_tap(w, NULL, NULL);
     if (rc == 0)
-        rc = xr_finish(w, NULL, &view, err);
+        rc = xr_finish_view(w, NULL, &view, err);
     xr_view_free(&view);
     phase_done("cross-rank analyses", &t_phase);
 

@@ -13,7 +13,7 @@
 
 #include "common/protocol.h"
 #include "common/wire.h"
-#include "cross_rank.h"
+#include "analysis/cross_rank.h"
 #include "ingest_int.h"
 #include "common/monotime.h"
 
@@ -149,7 +149,7 @@ int mrg_ingest_mpi_merge(char *const *files, size_t nfiles, int size, const stru
     if (rc == 0)
         rc = mrg_ingest_write_meta(s.w, opts, "htamerge ingest (parallel)", err);
     if (rc == 0)
-        rc = mrg_cross_rank_finish(s.w, NULL, err);
+        rc = xr_finish(s.w, NULL, err);
     if (s.w) {
         if (rc == 0)
             rc = mrg_writer_finish(s.w, err);

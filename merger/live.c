@@ -23,7 +23,7 @@
 #include "common/clockhook.h"
 #include "common/protocol.h"
 #include "common/wire.h"
-#include "cross_rank.h"
+#include "analysis/cross_rank.h"
 #include "writer.h"
 #include "common/monotime.h"
 #include "common/vec.h"
@@ -534,7 +534,7 @@ int mrg_live_finish(struct mrg_live *m, int complete, struct mrg_live_result *re
         if (rc == 0 && m->opts.analyse)
             rc = analyse(m, err);
         if (rc == 0)
-            rc = mrg_cross_rank_finish(m->w, &(struct mrg_cross_rank_opts){.live = 1}, err);
+            rc = xr_finish(m->w, &(struct xr_opts){.live = 1}, err);
         t2 = hm_mono_ns();
         if (getenv("HTAMERGE_STATS"))
             fprintf(stderr,

@@ -1,6 +1,6 @@
 -- report clocks: each rank's clock model (sign convention in ARCHITECTURE.md)
 -- and its check against the collectives' exits (clock_checks, written by
--- merger/clock_refine.c): samples used, the median exit difference to the
+-- analysis/cross_rank/clock_refine.c): samples used, the median exit difference to the
 -- reference rank before and after, their scatter, and clock condition
 -- violations left after alignment (repaired in the matched records).
 -- The clock steps are added from report_clocks_steps.sql.

@@ -1,5 +1,5 @@
 -- report nvtx: record_function / NVTX ranges stitched across ranks
--- (merger/nvtx_stitch.c); times in us after the first stitched range.
+-- (analysis/cross_rank/nvtx_stitch.c); times in us after the first stitched range.
 SELECT s.str AS name, n.path, n.step, n.occurrence, n.ranks,
        round((n.first_enter_ns - (SELECT min(first_enter_ns) FROM nvtx_stitched)) / 1000.0, 3) AS first_enter_us,
        round((n.last_enter_ns - (SELECT min(first_enter_ns) FROM nvtx_stitched)) / 1000.0, 3) AS last_enter_us,

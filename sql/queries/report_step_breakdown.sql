@@ -1,5 +1,5 @@
 -- report steps: each rank's steps broken down MLPerf style
--- (merger/step_breakdown.c), in ms and % of the step.
+-- (analysis/cross_rank/step_breakdown.c), in ms and % of the step.
 SELECT rank, step, round(dur_ns / 1e6, 3) AS step_ms,
        round(forward_ns / 1e6, 3) AS forward_ms, round(backward_ns / 1e6, 3) AS backward_ms,
        round(optimizer_ns / 1e6, 3) AS optimizer_ms, round(compute_ns / 1e6, 3) AS compute_ms,

@@ -1,4 +1,4 @@
--- report stragglers: the verdict for the whole run (merger/stragglers.h
+-- report stragglers: the verdict for the whole run (analysis/cross_rank/stragglers.h
 -- states the rule).
 SELECT straggler, evidence
 FROM straggler_verdicts

@@ -1,4 +1,4 @@
--- Collective matching (merger/match.c): every collectives row with what
+-- Collective matching (analysis/cross_rank/match.c): every collectives row with what
 -- decides how it is keyed and timed. dims: the first input's dimensions
 -- ("Input Dims" of gloo:/nccl: annotations) when the row has no size.
 SELECT c.id, c.rank, c.pg, c.op, c.seq, c.comms_id, c.in_nelems, c.group_size,

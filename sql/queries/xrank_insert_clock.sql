@@ -1,4 +1,4 @@
--- One rank's clock check against collectives (merger/clock_refine.c).
+-- One rank's clock check against collectives (analysis/cross_rank/clock_refine.c).
 INSERT OR REPLACE INTO clock_checks (rank, reference, samples, before_ns, after_ns, resid_ns,
                                      fit_offset_ns, fit_drift_ppm, fit_ref_ns, applied,
                                      violations, repair_max_ns)

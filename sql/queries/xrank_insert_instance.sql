@@ -1,4 +1,4 @@
--- One matched collective (merger/match.c).
+-- One matched collective (analysis/cross_rank/match.c).
 INSERT INTO collective_instances (pg, op, seq, match, step, size, group_size, ranks, analysed,
                                   first_enter_ns, last_enter_ns, late_rank, skew_ns,
                                   min_exit_ns, max_exit_ns)

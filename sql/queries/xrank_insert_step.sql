@@ -1,4 +1,4 @@
--- One step's breakdown (merger/step_breakdown.c).
+-- One step's breakdown (analysis/cross_rank/step_breakdown.c).
 INSERT OR REPLACE INTO step_breakdown (rank, step, dur_ns, forward_ns, backward_ns, optimizer_ns,
                                        compute_ns, exposed_comm_ns, other_ns, source)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10);

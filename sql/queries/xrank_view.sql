@@ -1,8 +1,8 @@
--- Cross-rank analyses (merger/cross_rank.c): one scan of the slices for the
+-- Cross-rank analyses (analysis/cross_rank/cross_rank.c): one scan of the slices for the
 -- GPU ops, CUDA launch calls and annotation ranges of every rank.
 -- Columns: rank, id, track, on a GPU stream, cat, ts, end, correlation,
--- name, iteration.
-SELECT t.rank, s.id, s.track, t.kind = 'gpu_stream', s.cat, s.ts, s.ts + s.dur,
+-- name, iteration (named for store/columns.h).
+SELECT t.rank, s.id, s.track, t.kind = 'gpu_stream' AS gpu, s.cat, s.ts, s.ts + s.dur AS end_ts,
        s.correlation, s.name, s.iteration
 FROM slices s
 JOIN tracks t ON t.id = s.track

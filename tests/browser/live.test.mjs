@@ -2,12 +2,20 @@
 // while `mpirun -n 2 htamerge ... htamerge-synth` still runs (run.sh starts
 // it). Checks what a person watching would see: the "live" badge, a
 // timeline that shows more of the run on later polls (span, drawn slices,
-// NVTX ranges once stitched), and, once the job ends, the badge saying the
-// run completed with the timeline still drawn. Screenshots are saved.
-// usage: node live.test.mjs URL OUTDIR CHROMIUM
+// NVTX ranges once stitched), once the job ends the badge saying the run
+// completed with the timeline still drawn (the server lingers), and once
+// the server stops (Ctrl-C to mpirun, sent from here) the badge saying so
+// with the page kept. Nothing waits a fixed time for the run: each step
+// waits for the state it checks, so a loaded machine only makes it slower.
+// Screenshots are saved.
+// usage: node live.test.mjs URL OUTDIR CHROMIUM MPIRUN_PID RUN_LOG
+import { readFileSync } from 'node:fs';
 import { runTest } from './harness.mjs';
 
-const [url, outDir, exe] = process.argv.slice(2);
+const [url, outDir, exe, mpirunPid, runLog] = process.argv.slice(2);
+const RUN_DEADLINE_MS = 240000;   // the whole run, however slow the machine (run.sh bounds it too)
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const logSays = (re) => { try { return re.test(readFileSync(runLog, 'utf8')); } catch (e) { return false; } };
 await runTest(exe, async (page, check, errors) => {
   await page.goto(url);
   await page.waitForSelector('body[data-ready="1"]', { timeout: 20000 });
@@ -23,9 +31,11 @@ await runTest(exe, async (page, check, errors) => {
   await page.screenshot({ path: `${outDir}/live-early.png` });
 
   // Polls until the run is over (the page polls /api/run every 2 s), noting
-  // whether the timeline grew while it was live.
+  // whether the timeline grew while it was live. The server outlives the
+  // job (--serve-linger), so the page sees the end however late it comes.
   let grewLive = false, last = early;
-  for (let i = 0; i < 90 && /live/.test(await status()); i++) {
+  const deadline = Date.now() + RUN_DEADLINE_MS;
+  while (/live/.test(await status()) && Date.now() < deadline) {
     await page.waitForTimeout(500);
     last = { ...(await ds()), span: await span() };
     if (last.span > early.span && Number(last.slices) > Number(early.slices)) grewLive = true;
@@ -47,4 +57,19 @@ await runTest(exe, async (page, check, errors) => {
   check(end.nvtxGroups === '2' && Number(end.nvtx) > 0, `NVTX rows drawn on both ranks (${end.nvtxGroups}, ${end.nvtx} ranges)`);
   await page.screenshot({ path: `${outDir}/live-done.png` });
   check(errors.length === 0, `no console errors (${errors.join(' | ')})`);
+
+  // The server stops (Ctrl-C to mpirun once rank 0 serves the finished
+  // run): the page keeps what it shows and says so.
+  while (!logSays(/still serving the finished run/) && Date.now() < deadline) await sleep(100);
+  check(logSays(/still serving the finished run at http:/), 'rank 0 says where it still serves the finished run');
+  process.kill(Number(mpirunPid), 'SIGINT');
+  await page.waitForFunction(() => /server stopped/.test(document.getElementById('status').textContent),
+    null, { timeout: 30000 });
+  const stopped = await status();
+  check(stopped === 'run complete; server stopped', `the badge says the run completed and the server stopped ("${stopped}")`);
+  const kept = await ds();
+  check(kept.slices === end.slices && kept.groups === '2', `the timeline is still drawn (${kept.slices} slices)`);
+  const others = errors.filter((e) => !/ERR_CONNECTION_REFUSED|Failed to fetch/.test(e));
+  check(others.length === 0, `no console errors but the refused connection (${others.join(' | ')})`);
+  await page.screenshot({ path: `${outDir}/live-stopped.png` });
 });

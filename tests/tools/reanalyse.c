@@ -6,7 +6,7 @@
  *
  * Empties collective_instances, collective_instance_ranks, clock_checks,
  * straggler_verdicts, nvtx_stitched(_ranks) and step_breakdown, runs
- * mrg_cross_rank_finish and commits. A live run (meta created_by
+ * xr_finish and commits. A live run (meta created_by
  * 'htamerge run', or any rank clocked by 'mpi') is analysed as the live
  * merger does (.live = 1: clocks are checked, not refit); any other file
  * with .no_refine = 1, because its data already carries the clocks fitted
@@ -19,7 +19,7 @@
 #include <sqlite3.h>
 
 #include "common/err.h"
-#include "merger/cross_rank.h"
+#include "analysis/cross_rank.h"
 #include "merger/writer.h"
 
 static const char usage[] =
@@ -81,9 +81,9 @@ int main(int argc, char **argv)
     }
     if (mode < 0)
         mode = was_live(mrg_writer_db(w));
-    rc = mrg_cross_rank_clear(w, &err);
+    rc = xr_clear(w, &err);
     if (rc == 0)
-        rc = mrg_cross_rank_finish(w, &(struct mrg_cross_rank_opts){.live = mode, .no_refine = !mode},
+        rc = xr_finish(w, &(struct xr_opts){.live = mode, .no_refine = !mode},
                                    &err);
     if (rc) {
         mrg_writer_abort(w);

@@ -1,6 +1,6 @@
 // The htamerge web viewer: tabs, loading, live mode. Everything comes from
 // the JSON API of `htamerge serve`; there is no build step.
-import { api } from './api.js';
+import { api, ApiError } from './api.js';
 import { el, num, us, dur } from './fmt.js';
 import { renderOverview } from './overview.js';
 import { Timeline } from './timeline.js';
@@ -8,11 +8,15 @@ import { sortableTable } from './tables.js';
 import { setupSql } from './sql.js';
 
 const LIVE_POLL_MS = 2000;
-const state = { run: null, straggler: null, version: null };
+const state = { run: null, straggler: null, version: null, watched: false, serverStopped: false };
 
 function showError(e) {
   const b = document.getElementById('banner');
-  b.textContent = e.status === 401 ? 'This server needs a token: open the page as /?token=TOKEN.' : `Error: ${e.message}`;
+  if (state.serverStopped && !(e instanceof ApiError)) {
+    b.textContent = 'The server has stopped: what is shown stays; to look further, `htamerge serve FILE`.';
+  } else {
+    b.textContent = e.status === 401 ? 'This server needs a token: open the page as /?token=TOKEN.' : `Error: ${e.message}`;
+  }
   b.hidden = false;
 }
 
@@ -76,16 +80,32 @@ async function loadAll(timeline) {
   document.body.dataset.ready = '1';
 }
 
+// `htamerge --serve` stopped (--serve-linger ran out, Ctrl-C): the page
+// keeps everything it shows and says so, instead of an error per poll.
+function serverStopped() {
+  const run = state.run, s = document.getElementById('status');
+  state.serverStopped = true;
+  s.textContent = run.live ? 'server stopped while the run was live' : `run ${run.run_status || 'finished'}; server stopped`;
+  s.className = `badge stopped${run.live || /incomplete|fail/.test(run.run_status || '') ? ' bad' : ''}`;
+}
+
 // While the run is in progress, poll /api/run and reload when it changed.
+// A page that saw the run live goes on polling once it completed, to notice
+// when the server stops; a page opened on a finished file never polls.
 function startLive(timeline) {
-  setInterval(async () => {
-    if (!state.run || !state.run.live) return;
+  const timer = setInterval(async () => {
+    if (!state.run || !(state.run.live || state.watched)) return;
+    state.watched = true;
     try {
       const run = await api.run();
       if (run.version !== state.version) { await loadAll(timeline); timeline.grow(run); }
       else renderStatus(run);
       state.run = run;
-    } catch (e) { showError(e); }
+    } catch (e) {
+      if (e instanceof ApiError) { showError(e); return; }
+      clearInterval(timer);   // no answer at all: the server is gone
+      serverStopped();
+    }
   }, LIVE_POLL_MS);
 }
 

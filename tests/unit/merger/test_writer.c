@@ -10,7 +10,7 @@
 
 #include <sqlite3.h>
 
-#include "merger/cross_rank.h"
+#include "analysis/cross_rank.h"
 #include "merger/writer.h"
 
 #define BASE0 INT64_C(1700000000000000000)
@@ -256,8 +256,8 @@ static int write_run(const char *path)
     hm_batch_free(b0);
     hm_batch_free(b1);
     hm_batch_free(b2);
-    /* v_stragglers reads the matcher's tables (merger/cross_rank.h). */
-    CHECK_EQ_INT(mrg_cross_rank_finish(w, &(struct mrg_cross_rank_opts){.no_refine = 1}, &err), 0);
+    /* v_stragglers reads the matcher's tables (analysis/cross_rank.h). */
+    CHECK_EQ_INT(xr_finish(w, &(struct xr_opts){.no_refine = 1}, &err), 0);
     rc = mrg_writer_finish(w, &err);
     CHECK_EQ_INT(rc, 0);
     if (rc) {

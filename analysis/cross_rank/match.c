@@ -28,6 +28,7 @@
 
 #include "common/record.h"
 #include "hm_sql.h"
+#include "store/columns.h"
 
 /* One collectives row while its rank is being grouped. */
 struct row {
@@ -95,12 +96,22 @@ static int64_t intern_col(struct xr_ctx *x, sqlite3_stmt *st, int col, const cha
     return xr_intern(x, buf);
 }
 
+/* The columns of xrank_collectives.sql. */
+#define COLL_COLUMNS(X)                                                                          \
+    X(CC_ID, "id") X(CC_RANK, "rank") X(CC_PG, "pg") X(CC_OP, "op") X(CC_SEQ, "seq")              \
+    X(CC_COMMS_ID, "comms_id") X(CC_IN_NELEMS, "in_nelems") X(CC_GROUP_SIZE, "group_size")        \
+    X(CC_ENTER, "enter_ns") X(CC_EXIT, "exit_ns") X(CC_GPU, "gpu") X(CC_TRACK, "track")           \
+    X(CC_ITERATION, "iteration") X(CC_EXTERNAL_ID, "external_id") X(CC_SLICE_NAME, "slice_name")  \
+    X(CC_DIMS, "dims")
+enum { COLL_COLUMNS(HM_COLUMN_ENUM) CC__COUNT };
+static const char *const coll_names[] = {COLL_COLUMNS(HM_COLUMN_NAME)};
+
 /* Reads one row of xrank_collectives.sql. Returns 0, 1 to skip it, or
  * HM_ENOMEM. */
 static int read_row(struct xr_ctx *x, sqlite3_stmt *st, struct row *r)
 {
     char op[128];
-    const unsigned char *name = sqlite3_column_text(st, 14), *opt = sqlite3_column_text(st, 3);
+    const unsigned char *name = sqlite3_column_text(st, CC_SLICE_NAME), *opt = sqlite3_column_text(st, CC_OP);
     int annot = name && (!strncmp((const char *)name, "gloo:", 5) ||
                          !strncmp((const char *)name, "nccl:", 5));
 
@@ -108,22 +119,22 @@ static int read_row(struct xr_ctx *x, sqlite3_stmt *st, struct row *r)
     xr_op_normalise(opt ? (const char *)opt : "", op, sizeof op);
     if (!op[0] || !strcmp(op, "wait"))
         return 1; /* work.wait() and nameless rows are not calls */
-    r->id = sqlite3_column_int64(st, 0);
-    r->rank = sqlite3_column_int(st, 1);
-    r->pg = intern_col(x, st, 2, "");
+    r->id = sqlite3_column_int64(st, CC_ID);
+    r->rank = sqlite3_column_int(st, CC_RANK);
+    r->pg = intern_col(x, st, CC_PG, "");
     r->op = xr_intern(x, op);
-    r->seq = xr_col_opt(st, 4);
-    r->comm = intern_col(x, st, 5, "comm:");
-    r->size = xr_col_opt(st, 6);
-    r->gsize = xr_col_opt(st, 7);
-    r->enter = sqlite3_column_int64(st, 8);
-    r->exit = sqlite3_column_int64(st, 9);
-    r->gpu = sqlite3_column_int(st, 10);
-    r->track = sqlite3_column_int64(st, 11);
-    r->iter = xr_col_opt(st, 12);
-    r->ext = xr_col_opt(st, 13);
-    if (r->size == HM_NONE && sqlite3_column_type(st, 15) == SQLITE_TEXT)
-        r->size = dims_product((const char *)sqlite3_column_text(st, 15));
+    r->seq = xr_col_opt(st, CC_SEQ);
+    r->comm = intern_col(x, st, CC_COMMS_ID, "comm:");
+    r->size = xr_col_opt(st, CC_IN_NELEMS);
+    r->gsize = xr_col_opt(st, CC_GROUP_SIZE);
+    r->enter = sqlite3_column_int64(st, CC_ENTER);
+    r->exit = sqlite3_column_int64(st, CC_EXIT);
+    r->gpu = sqlite3_column_int(st, CC_GPU);
+    r->track = sqlite3_column_int64(st, CC_TRACK);
+    r->iter = xr_col_opt(st, CC_ITERATION);
+    r->ext = xr_col_opt(st, CC_EXTERNAL_ID);
+    if (r->size == HM_NONE && sqlite3_column_type(st, CC_DIMS) == SQLITE_TEXT)
+        r->size = dims_product((const char *)sqlite3_column_text(st, CC_DIMS));
     r->src = r->gpu ? XR_SRC_GPU : annot && !r->pg ? XR_SRC_ANNOT : XR_SRC_CPU;
     r->keytype = r->seq == HM_NONE ? -1 : r->pg ? XR_KEY_PG_SEQ : r->comm ? XR_KEY_COMM_SEQ : -1;
     if (!r->op)
@@ -338,6 +349,9 @@ int xr_match_collect(struct xr_ctx *x, struct hm_err *err)
     row_vec rows = {0};
     size_t lo = 0;
     int rc = xr_prepare(x, hm_sql_xrank_collectives, &st, err), s;
+
+    if (rc == 0)
+        HM_COLUMNS_CHECK(st, coll_names);
 
     while (rc == 0 && (s = sqlite3_step(st)) == SQLITE_ROW) {
         struct row r, *p;

@@ -6,8 +6,8 @@
  * range with per-rank enter and exit, skew and late rank, and a GPU
  * projection per rank as Nsight Systems' nvtx_gpu_proj_sum defines it (the
  * GPU ops whose launch call lies inside the range on the same thread). */
-#ifndef HM_MERGER_NVTX_STITCH_H
-#define HM_MERGER_NVTX_STITCH_H
+#ifndef HM_ANALYSIS_CROSS_RANK_NVTX_STITCH_H
+#define HM_ANALYSIS_CROSS_RANK_NVTX_STITCH_H
 
 #include "cross_rank_int.h"
 

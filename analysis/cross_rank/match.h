@@ -6,8 +6,8 @@
  * (comms id, seq), else as the k-th call of the same (pg, op, size) in the
  * same ProfilerStep (gloo and NCCL traces without Seq). Not here: clocks,
  * wait states (clock_refine.c, stragglers.c). */
-#ifndef HM_MERGER_MATCH_H
-#define HM_MERGER_MATCH_H
+#ifndef HM_ANALYSIS_CROSS_RANK_MATCH_H
+#define HM_ANALYSIS_CROSS_RANK_MATCH_H
 
 #include "cross_rank_int.h"
 
@@ -23,10 +23,6 @@ void xr_match_summarise(struct xr_ctx *x);
 
 /* Writes collective_instances and collective_instance_ranks. */
 int xr_match_store(struct xr_ctx *x, struct hm_err *err);
-
-/* Normalises a collective name into out: lower case, '_' and a "c10d::"
- * prefix dropped ("all_reduce" and "allreduce" both give "allreduce"). */
-void xr_op_normalise(const char *in, char *out, size_t cap);
 
 /* True for point-to-point operations (send, recv, ...), which have no
  * NxN wait states. */

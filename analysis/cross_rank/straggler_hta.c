@@ -13,9 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/cross_rank.h"
 #include "common/vec.h"
 #include "hm_sql.h"
-#include "straggler_hta.h"
+#include "store/columns.h"
 
 struct kernel_row {              /* the last long kernel of one group */
     int rank;
@@ -44,6 +45,13 @@ static int same_group(const struct kernel_row *a, int rank, int64_t stream, int6
     return a->rank == rank && a->stream == stream && a->iter == iter && !strcmp(a->name, name);
 }
 
+/* The columns of report_stragglers_hta.sql. */
+#define HTA_COLUMNS(X)                                                                           \
+    X(HC_RANK, "rank") X(HC_STREAM, "stream") X(HC_ITERATION, "iteration") X(HC_NAME, "name")     \
+    X(HC_TS, "ts") X(HC_DUR, "dur") X(HC_T_MIN, "t_min") X(HC_T_MAX, "t_max") X(HC_N_ITERS, "n_iters")
+enum { HTA_COLUMNS(HM_COLUMN_ENUM) HC__COUNT };
+static const char *const hta_names[] = {HTA_COLUMNS(HM_COLUMN_NAME)};
+
 /* Reads the query's rows, keeping the last of each group. */
 static int load_rows(sqlite3 *db, const char *steps_json, kernel_vec *rows, int64_t *t_min, double *mean_iter,
                      struct hm_err *err)
@@ -54,16 +62,17 @@ static int load_rows(sqlite3 *db, const char *steps_json, kernel_vec *rows, int6
     if (rc != SQLITE_OK)
         return hm_err_set(err, HM_ESQL, sqlite3_db_filename(db, "main"), -1, "report stragglers --method hta: %s",
                           sqlite3_errmsg(db));
+    HM_COLUMNS_CHECK(st, hta_names);
     if (steps_json)
         sqlite3_bind_text(st, 1, steps_json, -1, SQLITE_TRANSIENT);
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        int rank = sqlite3_column_int(st, 0);
-        int64_t stream = sqlite3_column_int64(st, 1), iter = sqlite3_column_int64(st, 2);
-        const char *name = (const char *)sqlite3_column_text(st, 3);
+        int rank = sqlite3_column_int(st, HC_RANK);
+        int64_t stream = sqlite3_column_int64(st, HC_STREAM), iter = sqlite3_column_int64(st, HC_ITERATION);
+        const char *name = (const char *)sqlite3_column_text(st, HC_NAME);
         struct kernel_row *last = rows->n ? &rows->v[rows->n - 1] : NULL;
 
-        *t_min = sqlite3_column_int64(st, 6);
-        *mean_iter = (double)(sqlite3_column_int64(st, 7) - *t_min) / (double)sqlite3_column_int64(st, 8);
+        *t_min = sqlite3_column_int64(st, HC_T_MIN);
+        *mean_iter = (double)(sqlite3_column_int64(st, HC_T_MAX) - *t_min) / (double)sqlite3_column_int64(st, HC_N_ITERS);
         if (!last || !same_group(last, rank, stream, iter, name)) {
             if (!(last = HM_VEC_PUSH(*rows)) || !(last->name = strdup(name))) {
                 sqlite3_finalize(st);
@@ -71,8 +80,8 @@ static int load_rows(sqlite3 *db, const char *steps_json, kernel_vec *rows, int6
             }
             last->rank = rank, last->stream = stream, last->iter = iter;
         }
-        last->ts = sqlite3_column_int64(st, 4);
-        last->dur = sqlite3_column_int64(st, 5);
+        last->ts = sqlite3_column_int64(st, HC_TS);
+        last->dur = sqlite3_column_int64(st, HC_DUR);
     }
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE)
@@ -221,7 +230,7 @@ static int count_marks(const kernel_vec *rows, int64_t stream, const char *name,
     return 0;
 }
 
-static char *steps_to_json(const struct qry_report_opts *o)
+static char *steps_to_json(const struct xr_hta_opts *o)
 {
     size_t cap = 16 + (size_t)o->nsteps * 24, n = 0;
     char *s = o->steps ? malloc(cap) : NULL;
@@ -235,7 +244,7 @@ static char *steps_to_json(const struct qry_report_opts *o)
     return s;
 }
 
-int qry_stragglers_hta(sqlite3 *db, const struct qry_report_opts *o, cJSON *doc, struct hm_err *err)
+int xr_stragglers_hta(sqlite3 *db, const struct xr_hta_opts *o, cJSON *doc, struct hm_err *err)
 {
     kernel_vec rows = {0};
     int64_t t_min = 0, stream = 0;

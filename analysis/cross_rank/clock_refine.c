@@ -10,6 +10,7 @@
 
 #include "common/record.h"
 #include "hm_sql.h"
+#include "store/columns.h"
 #include "match.h"
 
 #define MAX_FIT_POINTS 1500          /* Theil-Sen pairs grow as n^2: subsample beyond */
@@ -205,6 +206,17 @@ static void shift_rank(struct xr_ctx *x, int r, struct lin *l)
     }
 }
 
+/* The columns of the three small ranks queries below. */
+#define BASE_COLUMNS(X) X(BC_BASE, "base_time_ns")
+enum { BASE_COLUMNS(HM_COLUMN_ENUM) BC__COUNT };
+static const char *const base_names[] = {BASE_COLUMNS(HM_COLUMN_NAME)};
+#define METHOD_COLUMNS(X) X(MC_METHOD, "clock_method")
+enum { METHOD_COLUMNS(HM_COLUMN_ENUM) MC__COUNT };
+static const char *const method_names[] = {METHOD_COLUMNS(HM_COLUMN_NAME)};
+#define UNC_COLUMNS(X) X(UC_RANK, "rank") X(UC_UNCERTAINTY, "clock_uncertainty_ns")
+enum { UNC_COLUMNS(HM_COLUMN_ENUM) UC__COUNT };
+static const char *const unc_names[] = {UNC_COLUMNS(HM_COLUMN_NAME)};
+
 static int64_t rank_base(struct xr_ctx *x, int r)
 {
     sqlite3_stmt *st = NULL;
@@ -212,9 +224,10 @@ static int64_t rank_base(struct xr_ctx *x, int r)
 
     if (sqlite3_prepare_v2(x->db, "SELECT base_time_ns FROM ranks WHERE rank = ?1", -1, &st, NULL) ==
         SQLITE_OK) {
+        HM_COLUMNS_CHECK(st, base_names);
         sqlite3_bind_int(st, 1, r);
-        if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
-            b = sqlite3_column_int64(st, 0);
+        if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, BC_BASE) != SQLITE_NULL)
+            b = sqlite3_column_int64(st, BC_BASE);
     }
     sqlite3_finalize(st);
     return b;
@@ -249,9 +262,10 @@ static int keep_clock(struct xr_ctx *x, struct mrg_writer *w, int r, int64_t bou
 
     if (sqlite3_prepare_v2(x->db, "SELECT clock_method FROM ranks WHERE rank = ?1", -1, &st, NULL) ==
         SQLITE_OK) {
+        HM_COLUMNS_CHECK(st, method_names);
         sqlite3_bind_int(st, 1, r);
-        if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
-            snprintf(method, sizeof method, "%s", (const char *)sqlite3_column_text(st, 0));
+        if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, MC_METHOD))
+            snprintf(method, sizeof method, "%s", (const char *)sqlite3_column_text(st, MC_METHOD));
     }
     sqlite3_finalize(st);
     rc = mrg_writer_update_clock(w, r, 0, 0, 0, method, bound, err);
@@ -487,12 +501,14 @@ static void uncertainties(struct xr_ctx *x, int64_t *unc)
     sqlite3_stmt *st = NULL;
 
     if (sqlite3_prepare_v2(x->db, "SELECT rank, clock_uncertainty_ns FROM ranks", -1, &st, NULL) ==
-        SQLITE_OK)
+        SQLITE_OK) {
+        HM_COLUMNS_CHECK(st, unc_names);
         while (sqlite3_step(st) == SQLITE_ROW) {
-            int r = sqlite3_column_int(st, 0);
+            int r = sqlite3_column_int(st, UC_RANK);
             if (r >= 0 && r < x->nranks)
-                unc[r] = sqlite3_column_int64(st, 1);
+                unc[r] = sqlite3_column_int64(st, UC_UNCERTAINTY);
         }
+    }
     sqlite3_finalize(st);
     for (int r = 0; r < x->nranks; r++)
         if (x->clock[r].fitted)

@@ -1,4 +1,4 @@
-/* Cross-rank analyses driver (API in cross_rank.h): loads what the stages
+/* Cross-rank analyses driver (API in analysis/cross_rank.h): loads what the stages
  * need of each rank from the database being written (or takes the view
  * offline ingest tapped while writing), then runs them in
  * order, each one using what the one before left in the context:
@@ -7,9 +7,8 @@
  *   wait states and straggler verdicts -> store -> NVTX stitching ->
  *   step breakdown.
  * Nothing here writes slices; re-timing goes through mrg_writer_realign. */
-#include "cross_rank.h"
+#include "analysis/cross_rank.h"
 
-#include <stdio.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -21,7 +20,9 @@
 #include "common/strtab.h"
 #include "cross_rank_int.h"
 #include "hm_sql.h"
+#include "store/columns.h"
 #include "match.h"
+#include "merger/writer.h"
 #include "nvtx_stitch.h"
 #include "step_breakdown.h"
 #include "stragglers.h"
@@ -109,6 +110,10 @@ static int str_reserve(struct xr_ctx *x, int64_t id)
     return 0;
 }
 
+#define STR_COLUMNS(X) X(STR_TEXT, "str")
+enum { STR_COLUMNS(HM_COLUMN_ENUM) STR__COUNT };
+static const char *const str_names[] = {STR_COLUMNS(HM_COLUMN_NAME)};
+
 const char *xr_str(struct xr_ctx *x, int64_t id)
 {
     const unsigned char *t;
@@ -117,11 +122,13 @@ const char *xr_str(struct xr_ctx *x, int64_t id)
         return "";
     if (x->str[id])
         return x->str[id];
-    if (!x->str_st &&
-        sqlite3_prepare_v2(x->db, "SELECT str FROM strings WHERE id = ?1", -1, &x->str_st, NULL))
-        return "";
+    if (!x->str_st) {
+        if (sqlite3_prepare_v2(x->db, "SELECT str FROM strings WHERE id = ?1", -1, &x->str_st, NULL))
+            return "";
+        HM_COLUMNS_CHECK(x->str_st, str_names);
+    }
     sqlite3_bind_int64(x->str_st, 1, id);
-    t = sqlite3_step(x->str_st) == SQLITE_ROW ? sqlite3_column_text(x->str_st, 0) : NULL;
+    t = sqlite3_step(x->str_st) == SQLITE_ROW ? sqlite3_column_text(x->str_st, STR_TEXT) : NULL;
     x->str[id] = strdup(t ? (const char *)t : "");
     sqlite3_reset(x->str_st);
     return x->str[id] ? x->str[id] : "";
@@ -192,15 +199,21 @@ static struct xr_rank *rank_at(struct xr_ctx *x, int64_t rank)
     return rank >= 0 && rank < x->nranks ? &x->ranks[rank] : NULL;
 }
 
+/* The one column of load_ranks' two queries. */
+#define RANK_COLUMNS(X) X(RC_RANK, "rank")
+enum { RANK_COLUMNS(HM_COLUMN_ENUM) RC__COUNT };
+static const char *const rank_names[] = {RANK_COLUMNS(HM_COLUMN_NAME)};
+
 static int load_ranks(struct xr_ctx *x, struct hm_err *err)
 {
     sqlite3_stmt *st = NULL;
-    int rc = xr_prepare(x, "SELECT max(rank) FROM ranks", &st, err);
+    int rc = xr_prepare(x, "SELECT max(rank) AS rank FROM ranks", &st, err);
 
     if (rc)
         return rc;
-    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
-        x->nranks = sqlite3_column_int(st, 0) + 1;
+    HM_COLUMNS_CHECK(st, rank_names);
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, RC_RANK) != SQLITE_NULL)
+        x->nranks = sqlite3_column_int(st, RC_RANK) + 1;
     sqlite3_finalize(st);
     if (x->nranks <= 0)
         return 0;
@@ -212,41 +225,50 @@ static int load_ranks(struct xr_ctx *x, struct hm_err *err)
         x->ranks[r].rank = r;
     if ((rc = xr_prepare(x, "SELECT rank FROM ranks", &st, err)))
         return rc;
+    HM_COLUMNS_CHECK(st, rank_names);
     while (sqlite3_step(st) == SQLITE_ROW)
-        x->ranks[sqlite3_column_int(st, 0)].present = 1;
+        x->ranks[sqlite3_column_int(st, RC_RANK)].present = 1;
     sqlite3_finalize(st);
     return 0;
 }
 
+/* The columns of xrank_view.sql. */
+#define VIEW_COLUMNS(X)                                                                          \
+    X(VC_RANK, "rank") X(VC_ID, "id") X(VC_TRACK, "track") X(VC_GPU, "gpu") X(VC_CAT, "cat")      \
+    X(VC_TS, "ts") X(VC_END, "end_ts") X(VC_CORRELATION, "correlation") X(VC_NAME, "name")        \
+    X(VC_ITERATION, "iteration")
+enum { VIEW_COLUMNS(HM_COLUMN_ENUM) VC__COUNT };
+static const char *const view_names[] = {VIEW_COLUMNS(HM_COLUMN_NAME)};
+
 /* Adds one slice row of the view query to its rank. */
 static int view_row(struct xr_ctx *x, sqlite3_stmt *st)
 {
-    struct xr_rank *r = rank_at(x, sqlite3_column_int64(st, 0));
-    int cat = sqlite3_column_int(st, 4), gpu = sqlite3_column_int(st, 3);
-    int64_t ts = sqlite3_column_int64(st, 5), end = sqlite3_column_int64(st, 6);
+    struct xr_rank *r = rank_at(x, sqlite3_column_int64(st, VC_RANK));
+    int cat = sqlite3_column_int(st, VC_CAT), gpu = sqlite3_column_int(st, VC_GPU);
+    int64_t ts = sqlite3_column_int64(st, VC_TS), end = sqlite3_column_int64(st, VC_END);
 
     if (!r)
         return 0;
     if (gpu && (cat == HM_CAT_KERNEL || cat == HM_CAT_GPU_MEMCPY || cat == HM_CAT_GPU_MEMSET)) {
         struct xr_gpu *g = HM_VEC_PUSH(r->gpu);
-        int64_t name = cat == HM_CAT_KERNEL ? sqlite3_column_int64(st, 8) : 0;
+        int64_t name = cat == HM_CAT_KERNEL ? sqlite3_column_int64(st, VC_NAME) : 0;
         if (!g)
             return HM_ENOMEM;
-        *g = (struct xr_gpu){ts, end, xr_col_opt(st, 7), name,
+        *g = (struct xr_gpu){ts, end, xr_col_opt(st, VC_CORRELATION), name,
                              cat == HM_CAT_KERNEL ? kclass_of(x, name) : XR_MEM};
     } else if (!gpu && (cat == HM_CAT_CUDA_RUNTIME || cat == HM_CAT_CUDA_DRIVER)) {
         struct xr_launch *l;
-        if (sqlite3_column_type(st, 7) == SQLITE_NULL)
+        if (sqlite3_column_type(st, VC_CORRELATION) == SQLITE_NULL)
             return 0;
         if (!(l = HM_VEC_PUSH(r->launches)))
             return HM_ENOMEM;
-        *l = (struct xr_launch){ts, sqlite3_column_int64(st, 7), sqlite3_column_int64(st, 2)};
+        *l = (struct xr_launch){ts, sqlite3_column_int64(st, VC_CORRELATION), sqlite3_column_int64(st, VC_TRACK)};
     } else if (!gpu && (cat == HM_CAT_USER_ANNOTATION || cat == HM_CAT_NVTX)) {
         struct xr_annot *a = HM_VEC_PUSH(r->annots);
         if (!a)
             return HM_ENOMEM;
-        *a = (struct xr_annot){sqlite3_column_int64(st, 1), ts, end, sqlite3_column_int64(st, 2),
-                               xr_col_opt(st, 8), xr_col_opt(st, 9)};
+        *a = (struct xr_annot){sqlite3_column_int64(st, VC_ID), ts, end, sqlite3_column_int64(st, VC_TRACK),
+                               xr_col_opt(st, VC_NAME), xr_col_opt(st, VC_ITERATION)};
     }
     return 0;
 }
@@ -423,21 +445,29 @@ void xr_launch_range(const struct xr_rank *r, int64_t track, int64_t a, int64_t 
     *hi = l;
 }
 
+/* The columns of xrank_steps.sql. */
+#define STEP_COLUMNS(X)                                                                          \
+    X(SC_RANK, "rank") X(SC_NUMBER, "number") X(SC_TS, "ts") X(SC_END, "end_ts") X(SC_DROPPED, "dropped")
+enum { STEP_COLUMNS(HM_COLUMN_ENUM) SC__COUNT };
+static const char *const step_names[] = {STEP_COLUMNS(HM_COLUMN_NAME)};
+
 static int load_steps(struct xr_ctx *x, struct hm_err *err)
 {
     sqlite3_stmt *st = NULL;
     int rc = xr_prepare(x, hm_sql_xrank_steps, &st, err);
 
+    if (rc == 0)
+        HM_COLUMNS_CHECK(st, step_names);
     while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
-        struct xr_rank *r = rank_at(x, sqlite3_column_int64(st, 0));
+        struct xr_rank *r = rank_at(x, sqlite3_column_int64(st, SC_RANK));
         struct xr_step *s;
         if (!r)
             continue;
         if (!(s = HM_VEC_PUSH(r->steps)))
             rc = hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
         else
-            *s = (struct xr_step){sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 2),
-                                  sqlite3_column_int64(st, 3), sqlite3_column_int(st, 4)};
+            *s = (struct xr_step){sqlite3_column_int64(st, SC_NUMBER), sqlite3_column_int64(st, SC_TS),
+                                  sqlite3_column_int64(st, SC_END), sqlite3_column_int(st, SC_DROPPED)};
     }
     sqlite3_finalize(st);
     return rc;
@@ -454,6 +484,7 @@ static int load_view(struct xr_ctx *x, struct hm_err *err)
     } else {
         if ((rc = xr_prepare(x, hm_sql_xrank_view, &st, err)))
             return rc;
+        HM_COLUMNS_CHECK(st, view_names);
         while ((s = sqlite3_step(st)) == SQLITE_ROW)
             if (view_row(x, st)) {
                 sqlite3_finalize(st);
@@ -563,14 +594,13 @@ static int run_stages(struct xr_ctx *x, struct mrg_writer *w, struct hm_err *err
     return rc;
 }
 
-int mrg_cross_rank_finish(struct mrg_writer *w, const struct mrg_cross_rank_opts *opts,
-                          struct hm_err *err)
+int xr_finish(struct mrg_writer *w, const struct xr_opts *opts, struct hm_err *err)
 {
-    return xr_finish(w, opts, NULL, err);
+    return xr_finish_view(w, opts, NULL, err);
 }
 
-int xr_finish(struct mrg_writer *w, const struct mrg_cross_rank_opts *opts, struct xr_view *view,
-              struct hm_err *err)
+int xr_finish_view(struct mrg_writer *w, const struct xr_opts *opts, struct xr_view *view,
+                   struct hm_err *err)
 {
     struct xr_ctx x = {.view = view};
     int rc = mrg_writer_flush(w, err);
@@ -592,7 +622,7 @@ int xr_finish(struct mrg_writer *w, const struct mrg_cross_rank_opts *opts, stru
 
 /* Members before their instances and stitched ranges, in case a reader
  * adds foreign keys later. */
-int mrg_cross_rank_clear(struct mrg_writer *w, struct hm_err *err)
+int xr_clear(struct mrg_writer *w, struct hm_err *err)
 {
     static const char *const tables[] = {"collective_instance_ranks", "collective_instances",
                                          "clock_checks", "straggler_verdicts",

@@ -16,11 +16,11 @@
  * does: the exit jumps forward to the last enter, and the rank's later
  * records keep that shift, amortised at 1% of elapsed time, so local
  * intervals keep their length. */
-#ifndef HM_MERGER_CLOCK_REFINE_H
-#define HM_MERGER_CLOCK_REFINE_H
+#ifndef HM_ANALYSIS_CROSS_RANK_CLOCK_REFINE_H
+#define HM_ANALYSIS_CROSS_RANK_CLOCK_REFINE_H
 
 #include "cross_rank_int.h"
-#include "writer.h"
+#include "merger/writer.h"
 
 /* Least samples (instances shared with a fitted rank) for a fit. */
 #define XR_CLOCK_MIN_SAMPLES 3

@@ -1,5 +1,5 @@
 /* Cross-rank analyses, pure parts: the robust clock fit, the straggler
- * verdict rule (merger/stragglers.h), op names, and the clock condition
+ * verdict rule (analysis/cross_rank/stragglers.h), op names, and the clock condition
  * repair on a hand-built context. End-to-end checks on real and synthetic
  * traces are in tests/cli/test_cross_rank.sh. */
 #include "test.h"
@@ -10,9 +10,9 @@
 
 #include "common/record.h"
 #include "common/strtab.h"
-#include "merger/clock_refine.h"
-#include "merger/match.h"
-#include "merger/stragglers.h"
+#include "analysis/cross_rank/clock_refine.h"
+#include "analysis/cross_rank/match.h"
+#include "analysis/cross_rank/stragglers.h"
 
 static void test_fit(void)
 {

@@ -5,8 +5,8 @@
  * optimizer (the CPU is inside an annotation of that name), compute (a
  * computation kernel runs), other. Annotation names when present, else
  * kernel classes alone. */
-#ifndef HM_MERGER_STEP_BREAKDOWN_H
-#define HM_MERGER_STEP_BREAKDOWN_H
+#ifndef HM_ANALYSIS_CROSS_RANK_STEP_BREAKDOWN_H
+#define HM_ANALYSIS_CROSS_RANK_STEP_BREAKDOWN_H
 
 #include "cross_rank_int.h"
 

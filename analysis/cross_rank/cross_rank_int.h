@@ -1,17 +1,18 @@
-/* What the cross-rank analyses share (merger/cross_rank.c drives them):
+/* What the cross-rank analyses share (cross_rank.c drives them):
  * the rank view loaded from the database being written, the collectives
  * of each rank as logical calls, and the instances matched across ranks.
  * Times are aligned ns as stored; a clock refinement moves them in place.
- * Private to merger/: match.c, clock_refine.c, stragglers.c, nvtx_stitch.c,
- * step_breakdown.c and cross_rank.c (and ingest.c's clock guess). */
-#ifndef HM_MERGER_CROSS_RANK_INT_H
-#define HM_MERGER_CROSS_RANK_INT_H
+ * Private to analysis/cross_rank/ (and its unit tests); the rest of the
+ * program uses analysis/cross_rank.h. */
+#ifndef HM_ANALYSIS_CROSS_RANK_INT_H
+#define HM_ANALYSIS_CROSS_RANK_INT_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include <sqlite3.h>
 
+#include "analysis/cross_rank.h"
 #include "common/err.h"
 #include "common/vec.h"
 
@@ -124,27 +125,6 @@ struct xr_clock {
     int64_t repaired_ns;   /* largest forward shift applied by the repair */
 };
 
-/* The rank view gathered through the writer's slice tap while offline
- * ingest writes (xr_view_tap), so that the analyses need not read the
- * slices back; the same rows in the same order as the view query gives. */
-struct xr_view {
-    struct xr_rank *ranks;             /* owned, indexed by rank: gpu, launches, annots */
-    int nranks;
-    int broken;                        /* out of memory, or an end past int64: read back */
-};
-
-struct mrg_slice_row;
-/* mrg_writer_set_slice_tap's tap; ctx is a struct xr_view. */
-void xr_view_tap(void *ctx, const struct mrg_slice_row *row);
-void xr_view_free(struct xr_view *v);
-
-struct mrg_writer;
-struct mrg_cross_rank_opts;
-/* mrg_cross_rank_finish with the view tapped while writing (NULL: read it
- * from the database). The view is emptied. */
-int xr_finish(struct mrg_writer *w, const struct mrg_cross_rank_opts *opts, struct xr_view *view,
-              struct hm_err *err);
-
 struct xr_ctx {
     sqlite3 *db;                       /* borrowed from the writer */
     struct xr_view *view;              /* borrowed, NULL: read the view from db */
@@ -200,17 +180,5 @@ void xr_launch_range(const struct xr_rank *r, int64_t track, int64_t a, int64_t 
 void xr_gpu_by_corr(const struct xr_rank *r, int64_t corr, size_t *lo, size_t *hi);
 /* Interns text into x->names; 0 when out of memory. */
 int64_t xr_intern(struct xr_ctx *x, const char *s);
-
-/* --- Clock refinement (clock_refine.c) ----------------------------------- */
-
-/* Is the (normalised) op an NxN collective, where every rank waits for
- * every other? Only those time a clock fit. */
-int xr_op_is_nxn(const char *op);
-
-/* The constant correction clock refinement would apply to a rank whose
- * samples are (xs[i], ys[i]) (exit - first exit, reference exit - exit),
- * or 0 when it would apply none or one with drift. Offline ingest
- * (ingest.c) guesses shifts with it before writing a rank. 0 or HM_ENOMEM. */
-int xr_clock_guess(const double *xs, const double *ys, size_t n, int64_t *shift);
 
 #endif

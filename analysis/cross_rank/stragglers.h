@@ -37,8 +37,8 @@
  *      is most of its span, yet costs the step a millisecond
  *      (nccl2_clean: 2.7 ms a 73 ms step).
  * The evidence sentence says which part decided. */
-#ifndef HM_MERGER_STRAGGLERS_H
-#define HM_MERGER_STRAGGLERS_H
+#ifndef HM_ANALYSIS_CROSS_RANK_STRAGGLERS_H
+#define HM_ANALYSIS_CROSS_RANK_STRAGGLERS_H
 
 #include <stddef.h>
 #include <stdint.h>

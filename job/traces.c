@@ -1,0 +1,79 @@
+/* The job's trace folders: rank 0's plan (which names the run folder),
+ * the per-rank folders under it, --keep-traces' KEEP marker, the sweep of
+ * folders that killed runs left, and removal at the end. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "collector/trace_sweep.h"
+#include "job_int.h"
+
+void job_error(const char *fmt, ...)
+{
+    va_list ap;
+    fputs("htamerge: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+/* Where run folders go: $TMPDIR, else /tmp. */
+static const char *trace_parent(void)
+{
+    const char *tmp = getenv("TMPDIR");
+    return tmp && *tmp ? tmp : "/tmp";
+}
+
+/* Removes the run folders that ranks of ended runs left behind (killed
+ * before they could clean up): see collector/trace_sweep.h for what counts
+ * as ended. Rank 0 does it, before it makes its own. */
+void job_sweep_leftovers(void)
+{
+    int n = col_trace_sweep(trace_parent(), COL_TRACE_SWEEP_MIN_AGE_S);
+    if (n > 0)
+        fprintf(stderr, "htamerge: removed %d leftover trace folder%s of ended runs from %s\n", n,
+                n == 1 ? "" : "s", trace_parent());
+}
+
+void job_make_plan(struct job_plan *p, const struct hm_clockhook *hook)
+{
+    const char *port = getenv("MASTER_PORT");
+
+    memset(p, 0, sizeof *p);
+    /* Far enough ahead that every rank has started its child by then. */
+    p->run_start_ns = hm_clock_now(hook) + 500000000;
+    p->master_port = port ? atoi(port) : 29500;
+    gethostname(p->master_addr, sizeof p->master_addr - 1);
+    snprintf(p->trace_root, sizeof p->trace_root, "%s/htamerge-%ld-%lld", trace_parent(),
+             (long)getpid(), (long long)(p->run_start_ns / 1000000));
+}
+
+/* This rank's trace folder, then the run's folder if it is now empty: on
+ * each host, whichever of its ranks ends last removes it. */
+void job_remove_traces(const char *trace_dir, const char *trace_root)
+{
+    if (col_trace_remove_tree(trace_dir) != 0 && errno != ENOENT)
+        job_error("could not remove %s: %s", trace_dir, strerror(errno));
+    rmdir(trace_root);
+}
+
+/* --keep-traces: the KEEP file keeps other runs' sweeps off the folder,
+ * also when this run is killed before it can say where its traces are. */
+void job_mark_kept(const char *trace_root)
+{
+    char path[PATH_MAX + 16];
+    int fd;
+
+    snprintf(path, sizeof path, "%s/%s", trace_root, COL_TRACE_KEEP_MARKER);
+    fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0)
+        job_error("could not create %s: %s", path, strerror(errno));
+    else
+        close(fd);
+}
