@@ -9,7 +9,7 @@
 #define HM_MERGER_CROSS_RANK_H
 
 #include "common/err.h"
-#include "writer.h"
+#include "store/writer.h"
 
 struct mrg_cross_rank_opts {
     int live;          /* 1: clocks come from MPI ping-pong: check them, do not refit */

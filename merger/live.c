@@ -24,7 +24,7 @@
 #include "common/protocol.h"
 #include "common/wire.h"
 #include "cross_rank.h"
-#include "writer.h"
+#include "store/writer.h"
 #include "common/monotime.h"
 #include "common/vec.h"
 #include "hm_sql.h"

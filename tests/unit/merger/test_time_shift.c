@@ -19,7 +19,7 @@
 #include "collector/sources/kineto_json/kineto_json.h"
 #include "merger/cross_rank.h"
 #include "merger/cross_rank_int.h"
-#include "merger/writer.h"
+#include "store/writer.h"
 
 #define NRANKS 4
 

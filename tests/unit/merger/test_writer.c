@@ -1,4 +1,4 @@
-/* Tests of the SQLite writer (merger/writer.c): hand-built batches of two
+/* Tests of the SQLite writer (store/writer.c): hand-built batches of two
  * ranks are written, then the database is reopened with sqlite3 and its
  * rows, views, clock alignment, nesting and NULLs checked; plus abort,
  * appending batches, clock and argument errors, and unwritable outputs. */
@@ -11,7 +11,7 @@
 #include <sqlite3.h>
 
 #include "merger/cross_rank.h"
-#include "merger/writer.h"
+#include "store/writer.h"
 
 #define BASE0 INT64_C(1700000000000000000)
 #define SKEW1 INT64_C(30000000)   /* rank 1's clock runs 30 ms ahead */

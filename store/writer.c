@@ -16,7 +16,7 @@
  *
  * Not here: clock fitting (the caller passes parameters), collective
  * matching and NVTX stitching (they fill their tables through SQL later). */
-#include "writer.h"
+#include "store/writer.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -5,8 +5,8 @@
  * leaves a partial FINAL_PATH. It applies the clock parameters it is given;
  * it does not fit clocks, match collectives or run analyses. Fed by ingest
  * and the live merger; read by the query server and `htamerge report`. */
-#ifndef HM_MERGER_WRITER_H
-#define HM_MERGER_WRITER_H
+#ifndef HM_STORE_WRITER_H
+#define HM_STORE_WRITER_H
 
 #include <stdint.h>
 
