@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "hm_sql.h"
+#include "store/columns.h"
 
 /* A live file that fills its disk could not even say so: run_status would
  * stay "running". So the live writer holds RESERVE_BYTES in a side file
@@ -65,10 +66,10 @@ int mrg_writer_mark_failed(struct mrg_writer *w, const char *status)
     /* %.255s: the first failure as the 256-byte buffer of old kept it. */
     snprintf(text, sizeof text, "%s%s%.255s", status, *why ? ": " : "", why);
     sqlite3_exec(w->db, "ROLLBACK", NULL, NULL, NULL);   /* what failed is not kept */
-    rc = sqlite3_prepare_v2(w->db, "INSERT OR REPLACE INTO meta (key, value) VALUES ('run_status', ?1)", -1,
-                            &st, NULL);
+    rc = sqlite3_prepare_v2(w->db, hm_sql_writer_insert_meta, -1, &st, NULL);
     if (rc == SQLITE_OK) {
-        sqlite3_bind_text(st, 1, text, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, 1, "run_status", -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, text, -1, SQLITE_TRANSIENT);
         rc = sqlite3_step(st) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
     }
     sqlite3_finalize(st);
@@ -149,6 +150,10 @@ int mrg_writer_close_live(struct mrg_writer *w, struct hm_err *err)
     return rc;
 }
 
+#define DROP_VIEWS_COLUMNS(X) X(DV_DROPS, "drops")
+enum { DROP_VIEWS_COLUMNS(HM_COLUMN_ENUM) DV__COUNT };
+static const char *const drop_views_names[] = {DROP_VIEWS_COLUMNS(HM_COLUMN_NAME)};
+
 /* Checks that the file is an htamerge database; its views are dropped so
  * that _finish recreates them (views.sql has no IF NOT EXISTS, and a newer
  * htamerge brings newer views). The first read is where SQLite notices a
@@ -169,12 +174,11 @@ static int reopen_check(struct mrg_writer *w, struct hm_err *err)
     if (!found)
         return hm_err_set(err, HM_EFORMAT, w->final_path, -1,
                           "not an htamerge database: meta has no schema_version");
-    if (sqlite3_prepare_v2(w->db,
-                           "SELECT group_concat('DROP VIEW \"' || name || '\"', ';') FROM sqlite_master "
-                           "WHERE type = 'view'", -1, &st, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(w->db, hm_sql_writer_drop_views, -1, &st, NULL) != SQLITE_OK)
         return wr_fail_sql(w, err, "listing views");
-    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
-        drops = strdup((const char *)sqlite3_column_text(st, 0));
+    HM_COLUMNS_CHECK(st, drop_views_names);
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, DV_DROPS))
+        drops = strdup((const char *)sqlite3_column_text(st, DV_DROPS));
     sqlite3_finalize(st);
     rc = drops ? wr_exec(w, drops, err, "dropping views") : 0;
     free(drops);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "hm_sql.h"
+#include "store/columns.h"
 
 /* Interns a global string into b, once per id (map: global id -> batch
  * id, 0 = not yet); UINT32_MAX when out of memory. */
@@ -34,6 +35,41 @@ static int64_t col_opt(sqlite3_stmt *st, int col)
     return sqlite3_column_type(st, col) == SQLITE_NULL ? HM_NONE : sqlite3_column_int64(st, col);
 }
 
+/* The columns of writer_load_slices.sql, in its order. */
+#define LOAD_SLICE_COLUMNS(X)                                                                     \
+    X(LS_TS, "ts") X(LS_DUR, "dur") X(LS_NAME, "name") X(LS_CAT, "cat")                            \
+    X(LS_CORRELATION, "correlation") X(LS_EXTERNAL_ID, "external_id") X(LS_BYTES, "bytes")         \
+    X(LS_FLAGS, "flags") X(LS_GPU, "gpu") X(LS_PID, "pid") X(LS_TID, "tid") X(LS_ID, "id")
+enum { LOAD_SLICE_COLUMNS(HM_COLUMN_ENUM) LS__COUNT };
+static const char *const load_slice_names[] = {LOAD_SLICE_COLUMNS(HM_COLUMN_NAME)};
+
+/* Appends the slice of st's current row to b and its id to *ids;
+ * HM_ENOMEM when out of memory. */
+static int read_slice(const struct mrg_writer *w, sqlite3_stmt *st, struct hm_batch *b, int64_t **ids,
+                      size_t *cap, hm_strid *map)
+{
+    int64_t t = hm_batch_track(b, (uint32_t)sqlite3_column_int(st, LS_GPU), sqlite3_column_int64(st, LS_PID),
+                               sqlite3_column_int64(st, LS_TID));
+    struct hm_slice *s = HM_VEC_PUSH(b->slices);
+
+    if (t < 0 || !s)
+        return HM_ENOMEM;
+    s->ts = sqlite3_column_int64(st, LS_TS);
+    s->dur = sqlite3_column_int64(st, LS_DUR);
+    s->name = to_batch(w, b, st, LS_NAME, map);
+    s->cat = (uint16_t)sqlite3_column_int(st, LS_CAT);
+    s->correlation = col_opt(st, LS_CORRELATION);
+    s->external_id = col_opt(st, LS_EXTERNAL_ID);
+    s->bytes = col_opt(st, LS_BYTES);
+    s->flags = (uint16_t)sqlite3_column_int(st, LS_FLAGS);
+    s->track = (uint32_t)t;
+    s->iteration = HM_NONE;
+    if (hm_vec_reserve((void **)ids, cap, b->slices.n, sizeof **ids))
+        return HM_ENOMEM;
+    (*ids)[b->slices.n - 1] = sqlite3_column_int64(st, LS_ID);
+    return s->name == UINT32_MAX ? HM_ENOMEM : 0;
+}
+
 static int load_slices(struct mrg_writer *w, int rank, struct hm_batch *b, int64_t **ids,
                        struct hm_err *err)
 {
@@ -46,40 +82,15 @@ static int load_slices(struct mrg_writer *w, int rank, struct hm_batch *b, int64
         free(map);
         return wr_fail_sql(w, err, "loading a rank");
     }
+    HM_COLUMNS_CHECK(st, load_slice_names);
     sqlite3_bind_int(st, 1, rank);
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t t = hm_batch_track(b, (uint32_t)sqlite3_column_int(st, 8), sqlite3_column_int64(st, 9),
-                                   sqlite3_column_int64(st, 10));
-        struct hm_slice *s = HM_VEC_PUSH(b->slices);
-        if (t < 0 || !s) {
-            sqlite3_finalize(st);
-            free(map);
-            return wr_refuse(w, err, HM_ENOMEM, rank, "out of memory loading a rank");
-        }
-        s->ts = sqlite3_column_int64(st, 0);
-        s->dur = sqlite3_column_int64(st, 1);
-        s->name = to_batch(w, b, st, 2, map);
-        s->cat = (uint16_t)sqlite3_column_int(st, 3);
-        s->correlation = col_opt(st, 4);
-        s->external_id = col_opt(st, 5);
-        s->bytes = col_opt(st, 6);
-        s->flags = (uint16_t)sqlite3_column_int(st, 7);
-        s->track = (uint32_t)t;
-        s->iteration = HM_NONE;
-        if (hm_vec_reserve((void **)ids, &cap, b->slices.n, sizeof **ids)) {
-            sqlite3_finalize(st);
-            free(map);
-            return wr_refuse(w, err, HM_ENOMEM, rank, "out of memory loading a rank");
-        }
-        (*ids)[b->slices.n - 1] = sqlite3_column_int64(st, 11);
-        if (s->name == UINT32_MAX) {
-            sqlite3_finalize(st);
-            free(map);
-            return wr_refuse(w, err, HM_ENOMEM, rank, "out of memory loading a rank");
-        }
-    }
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+        if (read_slice(w, st, b, ids, &cap, map))
+            break;
     sqlite3_finalize(st);
     free(map);
+    if (rc == SQLITE_ROW)
+        return wr_refuse(w, err, HM_ENOMEM, rank, "out of memory loading a rank");
     return rc == SQLITE_DONE ? 0 : wr_fail_sql(w, err, "loading a rank");
 }
 
@@ -89,6 +100,10 @@ static int cmp_i64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+#define LOAD_STEP_COLUMNS(X) X(LP_NUMBER, "number") X(LP_TS, "ts") X(LP_DUR, "dur") X(LP_SLICE, "slice")
+enum { LOAD_STEP_COLUMNS(HM_COLUMN_ENUM) LP__COUNT };
+static const char *const load_step_names[] = {LOAD_STEP_COLUMNS(HM_COLUMN_NAME)};
+
 static int load_steps(struct mrg_writer *w, int rank, struct hm_batch *b, const int64_t *ids,
                       struct hm_err *err)
 {
@@ -97,6 +112,7 @@ static int load_steps(struct mrg_writer *w, int rank, struct hm_batch *b, const 
 
     if (rc != SQLITE_OK)
         return wr_fail_sql(w, err, "loading steps");
+    HM_COLUMNS_CHECK(st, load_step_names);
     sqlite3_bind_int(st, 1, rank);
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         struct hm_step *p = HM_VEC_PUSH(b->steps);
@@ -104,16 +120,20 @@ static int load_steps(struct mrg_writer *w, int rank, struct hm_batch *b, const 
             sqlite3_finalize(st);
             return wr_refuse(w, err, HM_ENOMEM, rank, "out of memory loading steps");
         }
-        p->number = sqlite3_column_int64(st, 0);
-        p->ts = sqlite3_column_int64(st, 1);
-        p->dur = sqlite3_column_int64(st, 2);
-        int64_t id = sqlite3_column_int64(st, 3);
+        p->number = sqlite3_column_int64(st, LP_NUMBER);
+        p->ts = sqlite3_column_int64(st, LP_TS);
+        p->dur = sqlite3_column_int64(st, LP_DUR);
+        int64_t id = sqlite3_column_int64(st, LP_SLICE);
         const int64_t *hit = ids ? bsearch(&id, ids, b->slices.n, sizeof *ids, cmp_i64) : NULL;
         p->slice = hit ? (uint32_t)(hit - ids) : UINT32_MAX; /* position in load order */
     }
     sqlite3_finalize(st);
     return rc == SQLITE_DONE ? 0 : wr_fail_sql(w, err, "loading steps");
 }
+
+#define LOAD_RECORDING_COLUMNS(X) X(LR_TS, "ts") X(LR_VALUE, "value") X(LR_DEVICE, "device")
+enum { LOAD_RECORDING_COLUMNS(HM_COLUMN_ENUM) LR__COUNT };
+static const char *const load_recording_names[] = {LOAD_RECORDING_COLUMNS(HM_COLUMN_NAME)};
 
 /* The rank's CUPTI recording samples: the analyses leave paused time out
  * of GPU idle. Other counters (memory) are not analysed and stay behind. */
@@ -126,6 +146,7 @@ static int load_recording(struct mrg_writer *w, int rank, struct hm_batch *b, st
 
     if (rc != SQLITE_OK)
         return wr_fail_sql(w, err, "loading CUPTI pauses");
+    HM_COLUMNS_CHECK(st, load_recording_names);
     sqlite3_bind_int(st, 1, rank);
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         struct hm_counter *k = HM_VEC_PUSH(b->counters);
@@ -135,9 +156,9 @@ static int load_recording(struct mrg_writer *w, int rank, struct hm_batch *b, st
             sqlite3_finalize(st);
             return wr_refuse(w, err, HM_ENOMEM, rank, "out of memory loading CUPTI pauses");
         }
-        k->ts = sqlite3_column_int64(st, 0);
-        k->value = sqlite3_column_double(st, 1);
-        k->device = sqlite3_column_int(st, 2);
+        k->ts = sqlite3_column_int64(st, LR_TS);
+        k->value = sqlite3_column_double(st, LR_VALUE);
+        k->device = sqlite3_column_int(st, LR_DEVICE);
         k->name = id;
     }
     sqlite3_finalize(st);

@@ -17,17 +17,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char slice_insert_head[] =
-    "INSERT INTO slices (track, ts, dur, name, cat, cat_name, depth, parent, correlation, "
-    "external_id, bytes, iteration, args, flags) VALUES ";
+#include "hm_sql.h"
 
-/* Prepares `INSERT INTO slices ... VALUES (?, ...)` with rows tuples. */
+
+/* Prepares writer_insert_slices.sql followed by rows tuples (?, ...). */
 int wr_prepare_slice_insert(struct mrg_writer *w, int rows, sqlite3_stmt **st)
 {
-    char sql[sizeof slice_insert_head + SLICE_ROWS * (2 * SLICE_COLS + 2)];
-    size_t n = sizeof slice_insert_head - 1;
+    char sql[sizeof hm_sql_writer_insert_slices + SLICE_ROWS * (2 * SLICE_COLS + 2)];
+    size_t n = sizeof hm_sql_writer_insert_slices - 1;
 
-    memcpy(sql, slice_insert_head, n);
+    memcpy(sql, hm_sql_writer_insert_slices, n);
     for (int r = 0; r < rows; r++) {
         sql[n++] = r ? ',' : '(';
         if (r)

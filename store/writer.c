@@ -65,40 +65,27 @@
 #include <unistd.h>
 
 #include "hm_sql.h"
+#include "store/columns.h"
 
-/* One-line SQL stays here; anything longer lives in sql/queries/. The
- * slice inserts are built by rows.c. */
+/* Every INSERT lives in sql/queries/writer_*.sql; the one-line DELETEs
+ * and the page count stay here. The slice inserts are built by rows.c. */
 static const char *const stmt_sql[ST__COUNT] = {
-    [ST_COLL] = "INSERT INTO collectives (rank, slice, pg, pg_desc, op, seq, comms_id, in_nelems, "
-                "out_nelems, group_size, dtype, pg_ranks, enter_ns, exit_ns) "
-                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
-    [ST_COUNTER] = "INSERT INTO counters (rank, device, name, ts, value) VALUES (?1, ?2, ?3, ?4, ?5)",
-    [ST_STEP] = "INSERT INTO steps (rank, number, slice, ts, dur) VALUES (?1, ?2, ?3, ?4, ?5) "
-                "ON CONFLICT (rank, number) DO NOTHING",
-    [ST_STRING] = "INSERT INTO strings (id, str) VALUES (?1, ?2)",
-    [ST_CATEGORY] = "INSERT INTO categories (id, name) VALUES (?1, ?2)",
-    [ST_TRACK] = "INSERT OR REPLACE INTO tracks (id, rank, kind, pid, tid, name) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-    [ST_RANK] = "INSERT OR REPLACE INTO ranks (rank, host, pid, world_size, backend, rank_source, base_time_ns, "
-                "clock_offset_ns, clock_drift_ppm, clock_ref_ns, clock_method, clock_uncertainty_ns, "
-                "complete, batches, pg_config, device_props, nccl_version, trace_meta, trace_flags) "
-                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, "
-                "?18, ?19)",
-    [ST_FILE] = "INSERT INTO files (rank, path, batches, slices) VALUES (?1, ?2, ?3, ?4)",
-    [ST_SKIPPED] = "INSERT INTO skipped (rank, file, reason, count) VALUES (?1, ?2, ?3, ?4)",
-    [ST_META] = "INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)",
-    [ST_A_TEMPORAL] = "INSERT INTO a_temporal (mode, rank, has_gpu, idle_us, compute_us, "
-                      "non_compute_us, kernel_us, idle_pct, compute_pct, non_compute_pct) "
-                      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-    [ST_A_OVERLAP] = "INSERT INTO a_overlap (mode, rank, comm_us, overlap_us, overlap_pct) "
-                     "VALUES (?1, ?2, ?3, ?4, ?5)",
-    [ST_A_IDLE] = "INSERT INTO a_idle (mode, rank, stream, host_wait_us, kernel_wait_us, other_us) "
-                  "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-    [ST_A_KCLASS] = "INSERT INTO a_kernel_class (mode, rank, class, union_us, comp_overlap_comm_us) "
-                    "VALUES (?1, ?2, ?3, ?4, ?5)",
-    [ST_A_KLABEL] = "INSERT INTO a_kernel_labels (mode, rank, label, mask, us) "
-                    "VALUES (?1, ?2, ?3, ?4, ?5)",
-    [ST_A_KERNEL] = "INSERT INTO a_kernels (mode, rank, name, class, count, sum_us, min_us, max_us, "
-                    "mean_us, std_us) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+    [ST_COLL] = hm_sql_writer_insert_collective,
+    [ST_COUNTER] = hm_sql_writer_insert_counter,
+    [ST_STEP] = hm_sql_writer_insert_step,
+    [ST_STRING] = hm_sql_writer_insert_string,
+    [ST_CATEGORY] = hm_sql_writer_insert_category,
+    [ST_TRACK] = hm_sql_writer_insert_track,
+    [ST_RANK] = hm_sql_writer_insert_rank,
+    [ST_FILE] = hm_sql_writer_insert_file,
+    [ST_SKIPPED] = hm_sql_writer_insert_skipped,
+    [ST_META] = hm_sql_writer_insert_meta,
+    [ST_A_TEMPORAL] = hm_sql_writer_a_temporal,
+    [ST_A_OVERLAP] = hm_sql_writer_a_overlap,
+    [ST_A_IDLE] = hm_sql_writer_a_idle,
+    [ST_A_KCLASS] = hm_sql_writer_a_kernel_class,
+    [ST_A_KLABEL] = hm_sql_writer_a_kernel_labels,
+    [ST_A_KERNEL] = hm_sql_writer_a_kernels,
     [ST_A_STEP] = hm_sql_writer_step_analysis,
     [ST_DEL_TEMPORAL] = "DELETE FROM a_temporal WHERE mode = ?1 AND rank = ?2",
     [ST_DEL_OVERLAP] = "DELETE FROM a_overlap WHERE mode = ?1 AND rank = ?2",
@@ -122,6 +109,10 @@ static const char *const load_pragmas[] = {
     "PRAGMA locking_mode = EXCLUSIVE",
     "PRAGMA cache_size = -262144",
 };
+
+#define PAGES_COLUMNS(X) X(PG_COUNT, "page_count")
+enum { PAGES_COLUMNS(HM_COLUMN_ENUM) PG__COUNT };
+static const char *const pages_names[] = {PAGES_COLUMNS(HM_COLUMN_NAME)};
 
 /* Settings and statements run by _finish after the indexes and views. */
 static const char *const finish_sql[] = {
@@ -389,6 +380,8 @@ int wr_prepare_statements(struct mrg_writer *w, struct hm_err *err)
         if (stmt_sql[i] && sqlite3_prepare_v3(w->db, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT,
                                               &w->st[i], NULL) != SQLITE_OK)
             rc = wr_fail_sql(w, err, "preparing statements");
+    if (rc == 0)
+        HM_COLUMNS_CHECK(w->st[ST_PAGES], pages_names);
     return rc;
 }
 
@@ -531,7 +524,7 @@ void mrg_writer_stats(struct mrg_writer *w, struct mrg_writer_stats *out)
     w->stats.strings = hm_strtab_count(w->strings) - 1;
     w->stats.bytes = 0;
     if (sqlite3_step(st) == SQLITE_ROW)
-        w->stats.bytes = (uint64_t)sqlite3_column_int64(st, 0) * (uint64_t)w->page_size;
+        w->stats.bytes = (uint64_t)sqlite3_column_int64(st, PG_COUNT) * (uint64_t)w->page_size;
     sqlite3_reset(st);
     *out = w->stats;
 }

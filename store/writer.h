@@ -1,4 +1,4 @@
-/* The SQLite writer: stores batches, clock parameters, analysis results and
+/* The SQLite writer (store/): stores batches, clock parameters, analysis results and
  * run metadata in one database file with the schema of sql/schema.sql.
  * The file is built under a temporary name (FINAL_PATH.tmp-<pid>) in one
  * transaction and renamed into place by mrg_writer_finish, so a crash never
@@ -37,8 +37,9 @@ int mrg_writer_finish(struct mrg_writer *w, struct hm_err *err);
  * Failures: a call refused for its arguments (HM_EINVAL, HM_EFORMAT: bad
  * rank, clock method, mode, or a batch whose indexes point nowhere) changes
  * nothing and the writer stays usable. A call that fails while storing
- * (HM_ESQL, HM_EIO, HM_ENOMEM) leaves the writer failed: later calls return
- * HM_EINVAL, and the caller should _abort (or _finish, which cleans up). */
+ * (HM_ESQL, HM_EIO, HM_ENOMEM) leaves the writer failed: later calls
+ * return that first failure again (its code, and its message in err), and
+ * the caller should _abort (or _finish, which cleans up). */
 void mrg_writer_abort(struct mrg_writer *w);
 
 /* Opens the existing htamerge database PATH in place, read-write, to run
