@@ -21,7 +21,7 @@
 #include "collector/sources/kineto_json/kineto_json.h"
 #include "common/batch.h"
 #include "common/err.h"
-#include "merger/writer.h"
+#include "store/writer.h"
 
 static double now_s(void)
 {

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Splits the writer's finish stage: on a copy of an ingested database with
 its indexes and statistics dropped, re-runs each CREATE INDEX of
-sql/indexes.sql and the ANALYZE of merger/writer.c with the writer's load
+sql/indexes.sql and the ANALYZE of store/writer.c with the writer's load
 pragmas, timing each (best of --reps). Also times a full scan of slices and
 reports how much of the table is args JSON. Stdlib only (sqlite3 module).
 
@@ -24,7 +24,7 @@ def statements(path):
 
 
 def writer_pragmas(root):
-    p = os.path.join(root, "merger", "writer.c")
+    p = os.path.join(root, "store", "writer.c")
     try:
         src = open(p).read()
     except OSError:

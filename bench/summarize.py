@@ -47,7 +47,7 @@ script's head):
 Every figure is the median of `REPS` rounds (best in brackets); MB = 10^6 bytes.
 Targets: parse >= 400 MB/s per core; end to end within 2.5x of zcat; peak RSS below
 1.5x the largest decompressed file plus the SQLite page cache the writer asks for
-(`PRAGMA cache_size` in merger/writer.c). Anchor: HTA on this machine kind took 24.0 s
+(`PRAGMA cache_size` in store/writer.c). Anchor: HTA on this machine kind took 24.0 s
 to load 8 x 34.8 MB, 2.3 s for the three analyses, 29.9 s wall, 775 MB + 237 MB per
 worker; we aim at 20x HTA or better.
 

@@ -20,7 +20,7 @@
 #include "common/batch.h"
 #include "ingest_int.h"
 #include "analysis/cross_rank.h"
-#include "writer.h"
+#include "store/writer.h"
 #include "common/monotime.h"
 #include "common/strtab.h"
 

@@ -8,7 +8,7 @@
 #include "analysis/hta.h"
 #include "common/batch.h"
 #include "ingest.h"
-#include "writer.h"
+#include "store/writer.h"
 
 /* One input file on its way to the writer. */
 struct mrg_slot {

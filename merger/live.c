@@ -24,7 +24,8 @@
 #include "common/protocol.h"
 #include "common/wire.h"
 #include "analysis/cross_rank.h"
-#include "writer.h"
+#include "store/columns.h"
+#include "store/writer.h"
 #include "common/monotime.h"
 #include "common/vec.h"
 #include "hm_sql.h"
@@ -307,6 +308,16 @@ static int model_is_constant(const struct mrg_clock_model *c, int64_t applied)
     return 1;
 }
 
+/* The columns of live_place_collectives.sql and live_place_sequences.sql. */
+#define PLACE_COLL_COLUMNS(X) \
+    X(PC_SLICE, "slice") X(PC_ENTER, "enter_ns") X(PC_EXIT, "exit_ns") X(PC_RANK0_EXIT, "rank0_exit_ns")
+enum { PLACE_COLL_COLUMNS(HM_COLUMN_ENUM) PC__COUNT };
+static const char *const place_coll_names[] = {PLACE_COLL_COLUMNS(HM_COLUMN_NAME)};
+#define PLACE_SEQ_COLUMNS(X) \
+    X(PS_TRACK, "track") X(PS_BY_EXTERNAL, "by_external_id") X(PS_ID, "id") X(PS_TS, "ts")
+enum { PLACE_SEQ_COLUMNS(HM_COLUMN_ENUM) PS__COUNT };
+static const char *const place_seq_names[] = {PLACE_SEQ_COLUMNS(HM_COLUMN_NAME)};
+
 /* Tells a split model which side of its step each GPU collective of rank
  * r was on, by the same collective's exit on rank 0 (whose times are
  * final): where the clock stepped back, the rounds cannot tell a moment
@@ -321,13 +332,15 @@ static int place_collectives(struct mrg_live *m, int r, int64_t applied, struct 
         return rc;
     if (sqlite3_prepare_v2(db, hm_sql_live_place_collectives, -1, &st, NULL) != SQLITE_OK)
         return hm_err_set(err, HM_ESQL, NULL, -1, "placing rank %d's collectives: %s", r, sqlite3_errmsg(db));
+    HM_COLUMNS_CHECK(st, place_coll_names);
     sqlite3_bind_int(st, 1, r);
     while (rc == 0 && (src = sqlite3_step(st)) == SQLITE_ROW) {
-        if (sqlite3_column_type(st, 1) == SQLITE_NULL || sqlite3_column_type(st, 2) == SQLITE_NULL ||
-            sqlite3_column_type(st, 3) == SQLITE_NULL)
+        if (sqlite3_column_type(st, PC_ENTER) == SQLITE_NULL || sqlite3_column_type(st, PC_EXIT) == SQLITE_NULL ||
+            sqlite3_column_type(st, PC_RANK0_EXIT) == SQLITE_NULL)
             continue;
-        if (mrg_clock_place(&m->peers[r].clock, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1) - applied,
-                            sqlite3_column_int64(st, 2) - applied, sqlite3_column_int64(st, 3)))
+        if (mrg_clock_place(&m->peers[r].clock, sqlite3_column_int64(st, PC_SLICE),
+                            sqlite3_column_int64(st, PC_ENTER) - applied, sqlite3_column_int64(st, PC_EXIT) - applied,
+                            sqlite3_column_int64(st, PC_RANK0_EXIT)))
             rc = hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
     }
     if (rc == 0 && src != SQLITE_DONE)
@@ -382,18 +395,19 @@ static int place_sequences(struct mrg_live *m, int r, int64_t applied, struct hm
         return hm_err_set(err, HM_ESQL, NULL, -1, "ordering rank %d's slices: %s", r, sqlite3_errmsg(db));
     /* Every slice that starts or ends between the two rounds around the
      * step, on either clock (an end there is placed by its start). */
+    HM_COLUMNS_CHECK(st, place_seq_names);
     sqlite3_bind_int(st, 1, r);
     sqlite3_bind_int64(st, 2, c->rounds[c->split - 1].peer_ns + c->step_ns + applied);
     sqlite3_bind_int64(st, 3, c->rounds[c->split].peer_ns - c->step_ns + applied);
     rc = 0;
     while (rc == 0 && (src = sqlite3_step(st)) == SQLITE_ROW) {
-        if (sqlite3_column_int64(st, 0) != track || sqlite3_column_int64(st, 1) != family) {
+        if (sqlite3_column_int64(st, PS_TRACK) != track || sqlite3_column_int64(st, PS_BY_EXTERNAL) != family) {
             rc = seq_flush(c, &q);
-            track = sqlite3_column_int64(st, 0);
-            family = sqlite3_column_int64(st, 1);
+            track = sqlite3_column_int64(st, PS_TRACK);
+            family = sqlite3_column_int64(st, PS_BY_EXTERNAL);
         }
         if (rc == 0)
-            rc = seq_add(&q, sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3) - applied);
+            rc = seq_add(&q, sqlite3_column_int64(st, PS_ID), sqlite3_column_int64(st, PS_TS) - applied);
     }
     if (rc == 0)
         rc = seq_flush(c, &q);

@@ -1,4 +1,4 @@
--- Indexes built after the load (merger/writer.c, mrg_writer_finish): building
+-- Indexes built after the load (store/writer.c, mrg_writer_finish): building
 -- them once over sorted data is much faster than maintaining them per insert.
 -- Each names the readers it serves.
 

@@ -1,7 +1,7 @@
 -- htamerge database schema, version 1 (meta.schema_version).
 -- This file is the product's durable interface: tools and users query these
 -- tables directly. Change it only by adding; bump schema_version when a
--- reader would need to know. Applied by merger/writer.c to a new database;
+-- reader would need to know. Applied by store/writer.c to a new database;
 -- indexes.sql and views.sql are applied at the end of the load.
 --
 -- Conventions:

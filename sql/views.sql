@@ -1,5 +1,5 @@
 -- Views over the schema: names resolved, analyses in the shapes `htamerge
--- report` prints. Created at the end of the load (merger/writer.c). The
+-- report` prints. Created at the end of the load (store/writer.c). The
 -- analysis views show HTA's definitions (mode 'hta'); query the a_* tables
 -- for mode 'all_steps'. Times as in schema.sql: ns, analyses in us.
 

@@ -20,7 +20,7 @@
 #define HM_ANALYSIS_CROSS_RANK_CLOCK_REFINE_H
 
 #include "cross_rank_int.h"
-#include "merger/writer.h"
+#include "store/writer.h"
 
 /* Least samples (instances shared with a fitted rank) for a fit. */
 #define XR_CLOCK_MIN_SAMPLES 3

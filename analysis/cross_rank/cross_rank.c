@@ -22,7 +22,7 @@
 #include "hm_sql.h"
 #include "store/columns.h"
 #include "match.h"
-#include "merger/writer.h"
+#include "store/writer.h"
 #include "nvtx_stitch.h"
 #include "step_breakdown.h"
 #include "stragglers.h"

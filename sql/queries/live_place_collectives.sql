@@ -10,6 +10,6 @@ WITH k AS (
     WHERE t.kind = 'gpu_stream' AND c.seq IS NOT NULL AND c.rank IN (0, ?1)
 )
 SELECT a.slice, a.enter_ns, a.exit_ns,
-       (SELECT min(b.exit_ns) FROM k b WHERE b.rank = 0 AND b.pg IS a.pg AND b.seq = a.seq)
+       (SELECT min(b.exit_ns) FROM k b WHERE b.rank = 0 AND b.pg IS a.pg AND b.seq = a.seq) AS rank0_exit_ns
 FROM k a
 WHERE a.rank = ?1;

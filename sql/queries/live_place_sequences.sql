@@ -3,7 +3,7 @@
 -- External id), per track in sequence order (merger/live.c
 -- place_sequences). Columns: track, 1 when ordered by External id, slice
 -- id, ts (raw + applied offset).
-SELECT s.track, s.correlation IS NULL, s.id, s.ts
+SELECT s.track, s.correlation IS NULL AS by_external_id, s.id, s.ts
 FROM slices s
 JOIN tracks t ON t.id = s.track
 WHERE t.rank = ?1 AND (s.ts BETWEEN ?2 AND ?3 OR s.ts + s.dur BETWEEN ?2 AND ?3)

@@ -1,7 +1,7 @@
 -- Applies every rank's final clock model to what was written with its start
 -- offset, in one pass per table. hm_realign(rank, t [, row]) and
 -- hm_realign_track(track, t [, row]) are C functions registered for the
--- duration of one call (merger/writer.c, mrg_writer_realign_all); they
+-- duration of one call (store/writer.c, mrg_writer_realign_all); they
 -- return t itself for ranks whose model is unchanged. row is the slice that
 -- read t: a model with a repaired clock step tells apart slices that read
 -- the same moment twice. hm_realign_end(rank, row, start, end) and

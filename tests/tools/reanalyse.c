@@ -20,7 +20,7 @@
 
 #include "common/err.h"
 #include "analysis/cross_rank.h"
-#include "merger/writer.h"
+#include "store/writer.h"
 
 static const char usage[] =
     "usage: htamerge-reanalyse [--live | --offline] DB\n"

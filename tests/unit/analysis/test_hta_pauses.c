@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "analysis/hta.h"
-#include "merger/writer.h"
+#include "store/writer.h"
 
 #define US INT64_C(1000)
 #define BASE (INT64_C(1000000) * US) /* the kernels' time 0, in ns */

@@ -19,7 +19,7 @@
 #include "collector/sources/kineto_json/kineto_json.h"
 #include "analysis/cross_rank.h"
 #include "analysis/cross_rank/cross_rank_int.h" /* struct xr_rank: the test inspects the tapped view */
-#include "merger/writer.h"
+#include "store/writer.h"
 
 #define NRANKS 4
 

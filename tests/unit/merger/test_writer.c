@@ -1,4 +1,4 @@
-/* Tests of the SQLite writer (merger/writer.c): hand-built batches of two
+/* Tests of the SQLite writer (store/writer.c): hand-built batches of two
  * ranks are written, then the database is reopened with sqlite3 and its
  * rows, views, clock alignment, nesting and NULLs checked; plus abort,
  * appending batches, clock and argument errors, and unwritable outputs. */
@@ -11,7 +11,7 @@
 #include <sqlite3.h>
 
 #include "analysis/cross_rank.h"
-#include "merger/writer.h"
+#include "store/writer.h"
 
 #define BASE0 INT64_C(1700000000000000000)
 #define SKEW1 INT64_C(30000000)   /* rank 1's clock runs 30 ms ahead */
@@ -523,9 +523,11 @@ static void test_abort(void)
     sqlite3_close(db);
     unlink(path);
 
-    /* A failure while storing (a duplicate kernel row) fails the writer;
+    /* A failure while storing (a duplicate kernel row) fails the writer:
+     * every later call reports that first cause, code and message, and
      * finish then cleans up and leaves nothing. */
     struct an_rank_result r;
+    struct hm_err first;
     fill_analysis(&r, 0);
     struct an_kernel *k = HM_VEC_PUSH(r.kernels);
     *k = r.kernels.v[0];
@@ -533,8 +535,23 @@ static void test_abort(void)
     w = mrg_writer_open(path, &err);
     CHECK_EQ_INT(mrg_writer_add_analysis(w, &r, "hta", &err), HM_ESQL);
     CHECK_EQ_INT(err.rank, 0);
-    CHECK_EQ_INT(mrg_writer_set_meta(w, "k", "v", &err), HM_EINVAL);
-    CHECK_EQ_INT(mrg_writer_finish(w, &err), HM_EINVAL);
+    CHECK_CONTAINS(err.msg, "storing a_kernels");
+    first = err;
+    hm_err_clear(&err);
+    CHECK_EQ_INT(mrg_writer_set_meta(w, "k", "v", &err), HM_ESQL);
+    CHECK_STR(err.msg, first.msg);
+    hm_err_clear(&err);
+    CHECK_EQ_INT(mrg_writer_set_clock(w, 0, HM_NONE, 0, 0.0, 0, "none", HM_NONE, &err), HM_ESQL);
+    CHECK_STR(err.msg, first.msg);
+    hm_err_clear(&err);
+    CHECK_EQ_INT(mrg_writer_add_batch(w, b, &err), HM_ESQL);
+    CHECK_CONTAINS(err.msg, first.msg);
+    hm_err_clear(&err);
+    CHECK_EQ_INT(mrg_writer_flush(w, &err), HM_ESQL);
+    CHECK_STR(err.msg, first.msg);
+    hm_err_clear(&err);
+    CHECK_EQ_INT(mrg_writer_finish(w, &err), HM_ESQL);
+    CHECK_STR(err.msg, first.msg);
     CHECK(!exists(tmp_of(path)));
     CHECK(!exists(path));
     free_analysis(&r);

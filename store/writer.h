@@ -1,12 +1,12 @@
-/* The SQLite writer: stores batches, clock parameters, analysis results and
+/* The SQLite writer (store/): stores batches, clock parameters, analysis results and
  * run metadata in one database file with the schema of sql/schema.sql.
  * The file is built under a temporary name (FINAL_PATH.tmp-<pid>) in one
  * transaction and renamed into place by mrg_writer_finish, so a crash never
  * leaves a partial FINAL_PATH. It applies the clock parameters it is given;
  * it does not fit clocks, match collectives or run analyses. Fed by ingest
  * and the live merger; read by the query server and `htamerge report`. */
-#ifndef HM_MERGER_WRITER_H
-#define HM_MERGER_WRITER_H
+#ifndef HM_STORE_WRITER_H
+#define HM_STORE_WRITER_H
 
 #include <stdint.h>
 
@@ -37,12 +37,13 @@ int mrg_writer_finish(struct mrg_writer *w, struct hm_err *err);
  * Failures: a call refused for its arguments (HM_EINVAL, HM_EFORMAT: bad
  * rank, clock method, mode, or a batch whose indexes point nowhere) changes
  * nothing and the writer stays usable. A call that fails while storing
- * (HM_ESQL, HM_EIO, HM_ENOMEM) leaves the writer failed: later calls return
- * HM_EINVAL, and the caller should _abort (or _finish, which cleans up). */
+ * (HM_ESQL, HM_EIO, HM_ENOMEM) leaves the writer failed: later calls
+ * return that first failure again (its code, and its message in err), and
+ * the caller should _abort (or _finish, which cleans up). */
 void mrg_writer_abort(struct mrg_writer *w);
 
 /* Opens the existing htamerge database PATH in place, read-write, to run
- * the cross-rank analyses again (e.g. after a fix in merger/match.c): one
+ * the cross-rank analyses again (e.g. after a fix in analysis/cross_rank/match.c): one
  * transaction, so _abort (or a crash) leaves the file as it was, and
  * _finish commits and rebuilds the indexes and views (the old views are
  * dropped here). Analyses only: _set_clock, _set_rank_complete, _add_batch
@@ -78,7 +79,7 @@ int mrg_writer_set_time_shift(struct mrg_writer *w, int rank, int64_t shift_ns, 
 int64_t mrg_writer_time_shift(const struct mrg_writer *w, int rank);
 
 /* One slice as it is written, with what the cross-rank view reads of it
- * (merger/cross_rank.c): NULL correlation / iteration are HM_NONE, no name
+ * (analysis/cross_rank/cross_rank.c): NULL correlation / iteration are HM_NONE, no name
  * is 0. */
 struct mrg_slice_row {
     int rank;
@@ -184,7 +185,7 @@ int mrg_writer_load_rank(struct mrg_writer *w, int rank, struct hm_batch **out, 
  * live runs store slices before their steps are known. */
 int mrg_writer_store_iterations(struct mrg_writer *w, const struct hm_batch *b, struct hm_err *err);
 
-/* --- Cross-rank analyses (merger/cross_rank.c) ------------------------ */
+/* --- Cross-rank analyses (analysis/cross_rank/cross_rank.c) ------------------------ */
 
 /* Writes the pending strings, ranks and tracks rows (no commit), so SQL on
  * mrg_writer_db sees everything added so far. */
