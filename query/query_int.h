@@ -1,7 +1,7 @@
 /* What the files of the query server share: parameter parsing (params.c),
  * a growing text buffer (params.c), the timeline's level of detail
- * (timeline.c), the web files (static.c), the extra report topics
- * (verdict.c) and the API handlers (api.c). Callers outside query/ use
+ * (timeline.c), the web files (static.c), rows as JSON (rows.c) and the
+ * API handlers (api.c). Callers outside query/ use
  * server.h; tests include this header to reach the pieces one by one. */
 #ifndef HM_QUERY_INT_H
 #define HM_QUERY_INT_H
@@ -116,17 +116,7 @@ void qry_asset_release(struct qry_asset *a);
  * false when there is none and only the embedded copy is served. */
 bool qry_asset_dir(char *root, size_t len);
 
-/* ---- report topics beyond report.c's (verdict.c) ---- */
-
-/* Topics the server adds when report.c does not build them yet, NULL-terminated:
- * stragglers, collectives. */
-extern const char *const qry_verdict_topics[];
-
-/* Builds a topic of qry_verdict_topics (shapes of ARCHITECTURE.md) from the
- * base tables, so it also works on a live file that has no views yet.
- * *out is owned by the caller. */
-int qry_verdict_build(sqlite3 *db, const char *topic, const int *ranks, int nranks, cJSON **out,
-                      struct hm_err *err);
+/* ---- query rows (rows.c) ---- */
 
 /* Runs sql with ?1..?n bound to the given int64 values and returns its rows
  * as an array of objects (column name -> value). NULL with err on failure. */
@@ -196,7 +186,7 @@ struct qry_call {
 /* The value of a query parameter, or NULL. */
 const char *qry_call_param(const struct qry_call *c, const char *key);
 
-/* Answers c from h: /api/run, /api/ranks, /api/report/{topic},
+/* Answers c from h: /api/run, /api/ranks, /api/topics, /api/report/{topic},
  * /api/timeline, /api/slice/{id}, /api/collective/{id}, POST /api/sql.
  * Always sets status and out (an {"error"} document on failure). */
 void qry_api_dispatch(struct qry_dbh *h, struct qry_call *c);
