@@ -1,5 +1,5 @@
 /* What the files of the query server share: parameter parsing (params.c),
- * a growing text buffer (params.c), the timeline's level of detail
+ * the text buffer (buf.h), the timeline's level of detail
  * (timeline.c), the web files (static.c), rows as JSON (rows.c) and the
  * API handlers (api.c). Callers outside query/ use
  * server.h; tests include this header to reach the pieces one by one. */
@@ -13,6 +13,7 @@
 #include <cjson/cJSON.h>
 #include <sqlite3.h>
 
+#include "buf.h"
 #include "common/err.h"
 
 /* ---- parameters (params.c) ---- */
@@ -47,17 +48,6 @@ int qry_listen_parse(const char *s, char *host, size_t hostlen, int *port);
  * where they differ. */
 bool qry_token_equal(const char *given, const char *want);
 
-/* A growing text buffer for responses built by hand (the timeline writes
- * tens of thousands of numbers: cJSON's node per number is too slow). */
-struct qry_buf {
-    char *p;        /* owned; NUL-terminated while !oom */
-    size_t n, cap;
-    bool oom;       /* an append failed: the text is incomplete */
-};
-void qry_buf_printf(struct qry_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void qry_buf_puts(struct qry_buf *b, const char *s);
-void qry_buf_put(struct qry_buf *b, const char *s, size_t n);   /* n bytes of s */
-void qry_buf_free(struct qry_buf *b);
 
 /* {"error": msg} as owned text, the body of every error answer; NULL when
  * out of memory. */
