@@ -1,6 +1,8 @@
 /* Command-line value parsers shared by the subcommands. */
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -43,4 +45,32 @@ int cli_parse_list(const char *s, int64_t **out)
 bad:
     free(v);
     return -1;
+}
+
+int cli_parse_format(const char *s, enum qry_format *f)
+{
+    if (!strcmp(s, "table"))
+        *f = QRY_FORMAT_TABLE;
+    else if (!strcmp(s, "json"))
+        *f = QRY_FORMAT_JSON;
+    else if (!strcmp(s, "csv"))
+        *f = QRY_FORMAT_CSV;
+    else
+        return -1;
+    return 0;
+}
+
+/* auto: colour only for people at a terminal: not in a pipe or file, not
+ * when NO_COLOR is set (no-color.org), not on a dumb terminal. */
+int cli_parse_color(const char *when)
+{
+    const char *no = getenv("NO_COLOR"), *term = getenv("TERM");
+
+    if (!strcmp(when, "always"))
+        return 1;
+    if (!strcmp(when, "never"))
+        return 0;
+    if (strcmp(when, "auto") != 0)
+        return -1;
+    return isatty(STDOUT_FILENO) && !(no && *no) && !(term && !strcmp(term, "dumb"));
 }

@@ -5,6 +5,8 @@
 
 #include <stdint.h>
 
+#include "query/report.h"
+
 enum {
     CLI_EXIT_OK = 0,
     CLI_EXIT_FAIL = 1,     /* the command failed; nothing was written */
@@ -24,6 +26,13 @@ int cli_diff(int argc, char **argv);
  * Returns the count, or -1 when malformed (negative, reversed range, a
  * range over a million, trailing comma). */
 int cli_parse_list(const char *s, int64_t **out);
+
+/* Parses --format: table, json or csv; 0, or -1 for anything else. */
+int cli_parse_format(const char *s, enum qry_format *f);
+
+/* Parses --color WHEN: 1 always, 0 never, auto (whether a person reads
+ * stdout at a colour terminal; see args.c), -1 for an unknown WHEN. */
+int cli_parse_color(const char *when);
 
 /* Prints "htamerge: " + message to stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -75,34 +75,6 @@ static int parse_threshold(const char *s, double *out)
     return 0;
 }
 
-static int parse_format(const char *s, enum qry_format *f)
-{
-    if (!strcmp(s, "table"))
-        *f = QRY_FORMAT_TABLE;
-    else if (!strcmp(s, "json"))
-        *f = QRY_FORMAT_JSON;
-    else if (!strcmp(s, "csv"))
-        *f = QRY_FORMAT_CSV;
-    else
-        return -1;
-    return 0;
-}
-
-/* auto: colour only on a terminal, and not when NO_COLOR is set (no-color.org)
- * or the terminal is dumb. Returns -1 for an unknown WHEN. */
-static int parse_color(const char *when)
-{
-    const char *no = getenv("NO_COLOR"), *term = getenv("TERM");
-
-    if (!strcmp(when, "always"))
-        return 1;
-    if (!strcmp(when, "never"))
-        return 0;
-    if (strcmp(when, "auto") != 0)
-        return -1;
-    return isatty(STDOUT_FILENO) && !(no && *no) && !(term && !strcmp(term, "dumb"));
-}
-
 /* Opens both files, builds and prints the comparison; the exit status. */
 static int run_diff(const char *base_path, const char *new_path, const struct qry_diff_opts *o,
                     enum qry_format fmt, int color, bool verbose)
@@ -146,7 +118,7 @@ int cli_diff(int argc, char **argv)
         {"help", no_argument, 0, 'h'},            {0, 0, 0, 0}};
     struct qry_diff_opts o = {.threshold_pct = QRY_DIFF_THRESHOLD_DEFAULT};
     enum qry_format fmt = QRY_FORMAT_TABLE;
-    int c, color = parse_color("auto");
+    int c, color = cli_parse_color("auto");
     bool verbose = false;
 
     optind = 1;
@@ -159,13 +131,13 @@ int cli_diff(int argc, char **argv)
             }
             break;
         case 'f':
-            if (parse_format(optarg, &fmt)) {
+            if (cli_parse_format(optarg, &fmt)) {
                 cli_error("diff: unknown format '%s' (table, json or csv)", optarg);
                 return DIFF_EXIT_TROUBLE;
             }
             break;
         case 'c':
-            if ((color = parse_color(optarg)) < 0) {
+            if ((color = cli_parse_color(optarg)) < 0) {
                 cli_error("diff: unknown --color '%s' (auto, always or never)", optarg);
                 return DIFF_EXIT_TROUBLE;
             }

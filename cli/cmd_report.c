@@ -8,26 +8,15 @@
 #include "cli.h"
 #include "query/report.h"
 #include "query/sql_guard.h"
+#include "query/topics.h"
 
-static const char report_help[] =
+static const char report_help_head[] =
     "usage: htamerge report FILE.db [TOPIC] [--format table|json|csv] [--ranks LIST]\n"
     "                       [--steps LIST] [--all-steps] [--top N] [--method scalasca|hta]\n"
     "\n"
-    "topics:\n"
-    "  summary   run facts, per-rank headline numbers, skipped events (default)\n"
-    "  temporal  GPU time per rank: idle / compute / non-compute, as HTA computes it\n"
-    "  overlap   share of communication time overlapped by computation, per rank\n"
-    "  idle      GPU idle time per stream: host wait / kernel wait / other\n"
-    "  kernels   time per kernel type (HTA's kernel breakdown) and top kernels per rank\n"
-    "  steps     ProfilerStep iterations per rank, and each step broken down into\n"
-    "            forward / backward / optimizer / compute / exposed communication / other\n"
-    "  clocks    clock offset, drift, method and uncertainty per rank, checked against\n"
-    "            the collectives (exit lag, scatter, clock condition violations)\n"
-    "  stragglers  the rank that holds the others back (or null) with evidence; per rank\n"
-    "            late count, late fraction, blame (wait caused) and wait; per step\n"
-    "  collectives  collectives matched across ranks: key, step, skew, late rank, wait\n"
-    "  nvtx      record_function / NVTX ranges stitched across ranks: skew, late rank,\n"
-    "            GPU time of the work launched inside\n"
+    "topics:\n";
+
+static const char report_help_tail[] =
     "\n"
     "By default the numbers follow Holistic Trace Analysis' definitions, including\n"
     "dropping the last ProfilerStep; --all-steps keeps it.\n"
@@ -53,33 +42,12 @@ static const char report_help[] =
     "  htamerge report run.db steps --steps 3-5 --ranks 0,2\n"
     "  htamerge report run.db kernels --top 5 --format csv > kernels.csv\n";
 
-/* Colour only for people at a terminal: not in a pipe or file, not when
- * NO_COLOR is set (no-color.org), not on a dumb terminal. */
-static int color_wanted(void)
+/* report --help: the topics are those of the table in query/topics.c. */
+static void report_help(FILE *out)
 {
-    const char *no = getenv("NO_COLOR"), *term = getenv("TERM");
-    return isatty(STDOUT_FILENO) && !(no && *no) && !(term && !strcmp(term, "dumb"));
-}
-
-static int parse_format(const char *s, enum qry_format *f)
-{
-    if (!strcmp(s, "table"))
-        *f = QRY_FORMAT_TABLE;
-    else if (!strcmp(s, "json"))
-        *f = QRY_FORMAT_JSON;
-    else if (!strcmp(s, "csv"))
-        *f = QRY_FORMAT_CSV;
-    else
-        return -1;
-    return 0;
-}
-
-static int known_topic(const char *t)
-{
-    for (int i = 0; qry_report_topics[i]; i++)
-        if (!strcmp(qry_report_topics[i], t))
-            return 1;
-    return 0;
+    fputs(report_help_head, out);
+    qry_topics_help(out);
+    fputs(report_help_tail, out);
 }
 
 static int run_report(const char *path, struct qry_report_opts *o, enum qry_format fmt)
@@ -102,7 +70,7 @@ static int run_report(const char *path, struct qry_report_opts *o, enum qry_form
         cli_error("%s", hm_err_line(&err, line, sizeof line));
         return CLI_EXIT_FAIL;
     }
-    qry_report_render(doc, fmt, fmt == QRY_FORMAT_TABLE && color_wanted(), stdout);
+    qry_report_render(doc, fmt, fmt == QRY_FORMAT_TABLE && cli_parse_color("auto"), stdout);
     cJSON_Delete(doc);
     return CLI_EXIT_OK;
 }
@@ -124,7 +92,7 @@ int cli_report(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "f:r:s:an:h", longopts, NULL)) != -1) {
         switch (c) {
         case 'f':
-            if (parse_format(optarg, &fmt)) {
+            if (cli_parse_format(optarg, &fmt)) {
                 cli_error("report: unknown format '%s' (table, json or csv)", optarg);
                 return CLI_EXIT_USAGE;
             }
@@ -163,8 +131,8 @@ int cli_report(int argc, char **argv)
                 return CLI_EXIT_USAGE;
             }
             break;
-        case 'h': fputs(report_help, stdout); return CLI_EXIT_OK;
-        default: fputs(report_help, stderr); return CLI_EXIT_USAGE;
+        case 'h': report_help(stdout); return CLI_EXIT_OK;
+        default: report_help(stderr); return CLI_EXIT_USAGE;
         }
     }
     if (optind >= argc) {
@@ -173,7 +141,7 @@ int cli_report(int argc, char **argv)
     }
     if (optind + 1 < argc)
         o.topic = argv[optind + 1];
-    if (optind + 2 < argc || !known_topic(o.topic)) {
+    if (optind + 2 < argc || !qry_topic_find(o.topic)) {
         cli_error("report: unknown topic '%s' (try `htamerge report --help`)", o.topic);
         rc = CLI_EXIT_USAGE;
     } else {
@@ -251,7 +219,7 @@ int cli_sql(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "f:h", longopts, NULL)) != -1) {
         switch (c) {
         case 'f':
-            if (parse_format(optarg, &fmt)) {
+            if (cli_parse_format(optarg, &fmt)) {
                 cli_error("sql: unknown format '%s'", optarg);
                 return CLI_EXIT_USAGE;
             }
@@ -284,7 +252,7 @@ int cli_sql(int argc, char **argv)
         cJSON_Delete(doc);
         doc = table;
     }
-    qry_report_render(doc, fmt, fmt == QRY_FORMAT_TABLE && color_wanted(), stdout);
+    qry_report_render(doc, fmt, fmt == QRY_FORMAT_TABLE && cli_parse_color("auto"), stdout);
     cJSON_Delete(doc);
     return CLI_EXIT_OK;
 }

@@ -1,7 +1,7 @@
 /* The JSON API: one handler per endpoint, each turning a decoded request
  * (struct qry_call) into a status and a JSON body. Parameters are checked
  * strictly (400 names the parameter); reads go through report.c,
- * verdict.c, timeline.c and sql_guard.c. No HTTP here: server.c decodes
+ * topics.c, rows.c, timeline.c and sql_guard.c. No HTTP here: server.c decodes
  * requests, checks who may ask, caches and sends. */
 #include "query_int.h"
 
@@ -13,10 +13,20 @@
 #include "hm_sql.h"
 #include "report.h"
 #include "sql_guard.h"
+#include "store/columns.h"
+#include "topics.h"
 
 #define API_SQL_ROWS 10000   /* rows a console query returns before "truncated" */
 #define API_SQL_BYTES (16L << 20)   /* and values' bytes (the worker takes answers up to 32 MiB) */
 #define API_PX_DEFAULT 1000
+
+/* The columns read by position (store/columns.h). */
+#define NVTX_HAS_COLUMNS(X) X(NVTX_HAS_TABLES, "tables")
+#define FIND_COLUMNS(X) X(FIND_ID, "id")
+enum { NVTX_HAS_COLUMNS(HM_COLUMN_ENUM) };
+enum { FIND_COLUMNS(HM_COLUMN_ENUM) };
+static const char *const nvtx_has_names[] = {NVTX_HAS_COLUMNS(HM_COLUMN_NAME)};
+static const char *const find_names[] = {FIND_COLUMNS(HM_COLUMN_NAME)};
 
 const char *qry_call_param(const struct qry_call *c, const char *key)
 {
@@ -109,20 +119,8 @@ static struct qry_lod *need_lod(struct qry_dbh *h, struct qry_call *c, bool *fre
     return lod;
 }
 
-/* The summary report has a number and an array both named "ranks"; a
- * browser's JSON.parse keeps only the last, so /api/run renames the array. */
-static void rename_array(cJSON *doc, const char *from, const char *to)
-{
-    cJSON *it;
-
-    cJSON_ArrayForEach(it, doc)
-        if (cJSON_IsArray(it) && it->string && !strcmp(it->string, from)) {
-            cJSON_AddItemToObject(doc, to, cJSON_DetachItemViaPointer(doc, it));
-            return;
-        }
-}
-
-/* /api/run: the summary report plus what the viewer needs to start. */
+/* /api/run: the summary report (rank_count, and ranks: the per-rank rows)
+ * plus what the viewer needs to start. */
 static int api_run(struct qry_dbh *h, struct qry_call *c)
 {
     struct qry_report_opts o = {.topic = "summary"};
@@ -140,7 +138,6 @@ static int api_run(struct qry_dbh *h, struct qry_call *c)
     if (qry_report_build(h->db, &o, &doc, &err) != 0)
         return reply_error(c, 500, "%s", err.msg);
     qry_lod_extent(lod, &origin, &end);
-    rename_array(doc, "ranks", "per_rank");
     st = cJSON_GetObjectItemCaseSensitive(doc, "run_status");
     cJSON_AddStringToObject(doc, "file", base ? base + 1 : h->path);
     snprintf(num, sizeof num, "%lld", (long long)origin);
@@ -183,14 +180,6 @@ static int api_ranks(struct qry_dbh *h, struct qry_call *c)
     return reply_doc(c, doc);
 }
 
-static bool in_list(const char *const *list, const char *s)
-{
-    for (int i = 0; list[i]; i++)
-        if (!strcmp(list[i], s))
-            return true;
-    return false;
-}
-
 /* Reads ?steps= into steps[]; 0 ok (absent: *n = 0), -1 after a 400. */
 static int param_steps(struct qry_call *c, int64_t *steps, int *n)
 {
@@ -230,14 +219,21 @@ static int api_report(struct qry_dbh *h, struct qry_call *c, const char *topic)
     o.steps = nsteps > 0 ? steps : NULL;
     o.nsteps = nsteps;
     o.top_kernels = (int)top;
-    if (in_list(qry_report_topics, topic))
-        rc = qry_report_build(h->db, &o, &doc, &err);
-    else if (in_list(qry_verdict_topics, topic))
-        rc = qry_verdict_build(h->db, topic, o.ranks, nranks, &doc, &err);
-    else
+    if (!qry_topic_find(topic))
         return reply_error(c, 404, "unknown report topic '%.60s'", topic);
-    if (rc != 0)
+    if ((rc = qry_report_build(h->db, &o, &doc, &err)) != 0)
         return reply_error(c, rc == HM_EINVAL ? 400 : 500, "%s", err.msg);
+    c->cacheable = true;
+    return reply_doc(c, doc);
+}
+
+/* /api/topics: the report topics (topics.h), for the viewer. */
+static int api_topics(struct qry_call *c)
+{
+    cJSON *doc = qry_topics_json();
+
+    if (!doc)
+        return reply_error(c, 500, "out of memory");
     c->cacheable = true;
     return reply_doc(c, doc);
 }
@@ -279,8 +275,11 @@ static int64_t q_has_nvtx(sqlite3 *db)
     sqlite3_stmt *st = NULL;
     int64_t n = 0;
 
-    if (sqlite3_prepare_v2(db, hm_sql_timeline_nvtx_has, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-        n = sqlite3_column_int64(st, 0);
+    if (sqlite3_prepare_v2(db, hm_sql_timeline_nvtx_has, -1, &st, NULL) == SQLITE_OK) {
+        HM_COLUMNS_CHECK(st, nvtx_has_names);
+        if (sqlite3_step(st) == SQLITE_ROW)
+            n = sqlite3_column_int64(st, NVTX_HAS_TABLES);
+    }
     sqlite3_finalize(st);
     return n;
 }
@@ -365,10 +364,11 @@ static int64_t find_collective(struct qry_dbh *h, const char *pg, int64_t seq)
     int64_t id = 0;
 
     if (sqlite3_prepare_v2(h->db, hm_sql_serve_collective_find, -1, &st, NULL) == SQLITE_OK) {
+        HM_COLUMNS_CHECK(st, find_names);
         sqlite3_bind_text(st, 1, pg, -1, SQLITE_STATIC);
         sqlite3_bind_int64(st, 2, seq);
         if (sqlite3_step(st) == SQLITE_ROW)
-            id = sqlite3_column_int64(st, 0);
+            id = sqlite3_column_int64(st, FIND_ID);
     }
     sqlite3_finalize(st);
     return id;
@@ -508,6 +508,8 @@ void qry_api_dispatch(struct qry_dbh *h, struct qry_call *c)
         api_ranks(h, c);
     else if (!strcmp(p, "timeline"))
         api_timeline(h, c);
+    else if (!strcmp(p, "topics"))
+        api_topics(c);
     else if (!strncmp(p, "report/", 7))
         api_report(h, c, p + 7);
     else if (!strncmp(p, "slice/", 6))

@@ -1,7 +1,10 @@
 /* Comparing two merged runs: the numbers of `report` (steps, temporal,
  * overlap, idle, kernels, stragglers) are built on both files by the same
  * builders, reduced to one value per rank and metric, and NEW is judged
- * against BASE. Rendering lives in diff_render.c.
+ * against BASE. The numbers' reduction and judgement are
+ * analysis/run_compare.c's; this file loads them from the report documents
+ * and writes the comparison as a document. Rendering lives in
+ * diff_render.c.
  *
  * Runs of different length compare because run totals are divided by each
  * rank's analysed ProfilerSteps; runs of different rank counts compare
@@ -16,74 +19,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum diff_metric {
-    M_STEP_TIME, M_GPU_BUSY, M_EXPOSED_COMM, M_GPU_WINDOW, M_COMPUTE, M_NON_COMPUTE, M_IDLE,
-    M_IDLE_PCT, M_COMPUTE_PCT, M_COMM, M_OVERLAP_PCT, M_HOST_WAIT, M_KERNEL_WAIT, M_OTHER_WAIT,
-    M_LATE_FRACTION, M_BLAME, M_WAIT, N_METRICS
-};
-
-/* How a metric is reduced and when it can be compared. */
-enum diff_kind {
-    K_STEP,   /* a mean over analysed steps: only when both runs have steps */
-    K_TOTAL,  /* a run total: per analysed step when both runs have steps, as is when neither has */
-    K_RATIO,  /* a percentage or fraction: always comparable */
-};
-
-static const struct metric_def {
-    const char *step_name;   /* name when both runs have steps; NULL: not shown then */
-    const char *total_name;  /* name when neither has; NULL: not shown then */
-    enum diff_kind kind;
-    int better;              /* -1: lower is better, +1: higher is better */
-    bool overall;            /* has an overall row (a mean over ranks that means something) */
-} metric_defs[N_METRICS] = {
-    [M_STEP_TIME] = {"step_time_mean_us", NULL, K_STEP, -1, true},
-    [M_GPU_BUSY] = {"gpu_busy_us_per_step", NULL, K_STEP, -1, true},
-    [M_EXPOSED_COMM] = {"exposed_comm_us_per_step", NULL, K_STEP, -1, true},
-    [M_GPU_WINDOW] = {NULL, "gpu_window_us", K_TOTAL, -1, true},
-    [M_COMPUTE] = {"compute_us_per_step", "compute_us", K_TOTAL, -1, true},
-    [M_NON_COMPUTE] = {"non_compute_us_per_step", "non_compute_us", K_TOTAL, -1, true},
-    [M_IDLE] = {"idle_us_per_step", "idle_us", K_TOTAL, -1, true},
-    [M_IDLE_PCT] = {"idle_pct", "idle_pct", K_RATIO, -1, true},
-    [M_COMPUTE_PCT] = {"compute_pct", "compute_pct", K_RATIO, +1, true},
-    [M_COMM] = {"comm_us_per_step", "comm_us", K_TOTAL, -1, true},
-    [M_OVERLAP_PCT] = {"overlap_pct", "overlap_pct", K_RATIO, +1, true},
-    [M_HOST_WAIT] = {"host_wait_us_per_step", "host_wait_us", K_TOTAL, -1, true},
-    [M_KERNEL_WAIT] = {"kernel_wait_us_per_step", "kernel_wait_us", K_TOTAL, -1, true},
-    [M_OTHER_WAIT] = {"other_wait_us_per_step", "other_wait_us", K_TOTAL, -1, true},
-    [M_LATE_FRACTION] = {"late_fraction", "late_fraction", K_RATIO, -1, false},
-    [M_BLAME] = {"blame_us_per_step", "blame_us", K_TOTAL, -1, true},
-    [M_WAIT] = {"wait_us_per_step", "wait_us", K_TOTAL, -1, true},
-};
-
-/* One rank's values: sums while loading, then reduced by run_reduce. */
-struct rank_vals {
-    int rank;
-    int nsteps;              /* analysed ProfilerSteps */
-    double v[N_METRICS];
-    int cnt[N_METRICS];      /* values summed into v; 0: none */
-};
+#include "analysis/run_compare.h"
 
 struct run {
+    struct an_cmp_run k;     /* the numbers (analysis/run_compare.h) */
     const char *name;        /* borrowed from the options */
-    struct rank_vals *r;     /* owned, sorted by rank */
-    int n;
     cJSON *kernel_types;     /* owned: detached from the kernels document */
     cJSON *straggler;        /* owned: the verdict's rank or null */
     char *status;            /* owned: meta.run_status, or NULL */
-    int step_ranks;          /* ranks with at least one analysed step */
-    long steps;              /* analysed steps over all ranks */
-};
-
-enum diff_mode {
-    MODE_STEPS,   /* both runs have steps */
-    MODE_TOTALS,  /* neither has */
-    MODE_RATIOS,  /* one has: only ratios compare */
 };
 
 struct diff_ctx {
     const struct qry_diff_opts *o;
     struct run base, new;
-    enum diff_mode mode;
+    enum an_cmp_mode mode;
     cJSON *metrics, *notes;         /* owned until diff_document moves them into doc */
     cJSON *doc;                     /* owned until qry_diff_build hands it to the caller */
 };
@@ -97,30 +46,23 @@ static double num(const cJSON *row, const char *key, bool *ok)
     return *ok ? v->valuedouble : 0;
 }
 
-static int by_rank(const void *a, const void *b)
-{
-    const struct rank_vals *x = a, *y = b;
-    return (x->rank > y->rank) - (x->rank < y->rank);
-}
-
-static struct rank_vals *rank_find(struct run *run, const cJSON *row)
-{
-    bool ok;
-    struct rank_vals key = {.rank = (int)num(row, "rank", &ok)};
-    return ok && run->n ? bsearch(&key, run->r, (size_t)run->n, sizeof key, by_rank) : NULL;
-}
-
 /* Adds row[key] (when a number) to metric m of the row's rank. */
-static void put(struct run *run, const cJSON *row, enum diff_metric m, const char *key)
+static void put(struct run *run, const cJSON *row, enum an_cmp_metric m, const char *key)
 {
-    struct rank_vals *rv = rank_find(run, row);
-    bool ok;
+    bool okr, ok;
+    int rank = (int)num(row, "rank", &okr);
     double v = num(row, key, &ok);
 
-    if (rv && ok) {
-        rv->v[m] += v;
-        rv->cnt[m]++;
-    }
+    if (okr && ok)
+        an_cmp_put(&run->k, rank, m, v);
+}
+
+/* The row's rank in run, or NULL. */
+static struct an_cmp_rank *rank_find(struct run *run, const cJSON *row)
+{
+    bool ok;
+    int rank = (int)num(row, "rank", &ok);
+    return ok ? an_cmp_find(&run->k, rank) : NULL;
 }
 
 static cJSON *member(const cJSON *doc, const char *key)
@@ -128,29 +70,27 @@ static cJSON *member(const cJSON *doc, const char *key)
     return cJSON_GetObjectItemCaseSensitive(doc, key);
 }
 
-/* The run's ranks (the summary's ranks table: every rank in the file; its
- * scalar "ranks" member, the count, comes first) and its status. */
+/* The run's ranks (the summary's ranks table: every rank in the file) and
+ * its status. */
 static int load_summary(struct run *run, cJSON *doc, int all_steps)
 {
-    const cJSON *ranks = NULL, *row, *st = member(doc, "run_status");
+    const cJSON *ranks = member(doc, "ranks"), *row, *st = member(doc, "run_status");
+    int *list = calloc((size_t)cJSON_GetArraySize(ranks) + 1, sizeof *list), n = 0, rc;
     bool ok;
 
     (void)all_steps;
-    cJSON_ArrayForEach(row, doc)
-        if (cJSON_IsArray(row) && !strcmp(row->string, "ranks"))
-            ranks = row;
-    run->r = calloc((size_t)cJSON_GetArraySize(ranks) + 1, sizeof *run->r);
-    if (!run->r)
+    if (!list)
         return HM_ENOMEM;
     cJSON_ArrayForEach(row, ranks) {
         int rank = (int)num(row, "rank", &ok);
         if (ok)
-            run->r[run->n++].rank = rank;
+            list[n++] = rank;
     }
-    qsort(run->r, (size_t)run->n, sizeof *run->r, by_rank);
-    if (cJSON_IsString(st) && !(run->status = strdup(st->valuestring)))
-        return HM_ENOMEM;
-    return 0;
+    rc = an_cmp_run_init(&run->k, list, n);
+    free(list);
+    if (rc == 0 && cJSON_IsString(st) && !(run->status = strdup(st->valuestring)))
+        rc = HM_ENOMEM;
+    return rc;
 }
 
 /* Whether the step row is analysed: HTA's rule drops the last step. */
@@ -174,15 +114,14 @@ static int cmp_step(const cJSON *a, const cJSON *b)
 static int load_steps(struct run *run, cJSON *doc, int all_steps)
 {
     const cJSON *steps = member(doc, "steps"), *s = steps ? steps->child : NULL, *b;
-    struct rank_vals *rv;
+    struct an_cmp_rank *rv;
 
     for (const cJSON *row = s; row; row = row->next) {
-        if (!step_analysed(row, all_steps) || !(rv = rank_find(run, row)))
+        if (!step_analysed(row, all_steps) || !rank_find(run, row))
             continue;
-        put(run, row, M_STEP_TIME, "dur_us");
-        put(run, row, M_GPU_BUSY, "gpu_busy_us");
-        rv->nsteps++;
-        run->steps++;
+        put(run, row, AN_M_STEP_TIME, "dur_us");
+        put(run, row, AN_M_GPU_BUSY, "gpu_busy_us");
+        an_cmp_add_step(&run->k, rank_find(run, row)->rank);
     }
     cJSON_ArrayForEach(b, member(doc, "breakdown")) {
         while (s && cmp_step(s, b) < 0)
@@ -191,13 +130,12 @@ static int load_steps(struct run *run, cJSON *doc, int all_steps)
             bool ok;
             double ms = num(b, "exposed_comm_ms", &ok);
             if (ok) {
-                rv->v[M_EXPOSED_COMM] += ms * 1000;
-                rv->cnt[M_EXPOSED_COMM]++;
+                rv->v[AN_M_EXPOSED_COMM] += ms * 1000;
+                rv->cnt[AN_M_EXPOSED_COMM]++;
             }
         }
     }
-    for (int i = 0; i < run->n; i++)
-        run->step_ranks += run->r[i].nsteps > 0;
+    an_cmp_count_steps(&run->k);
     return 0;
 }
 
@@ -207,12 +145,12 @@ static int load_temporal(struct run *run, cJSON *doc, int all_steps)
 
     (void)all_steps;
     cJSON_ArrayForEach(row, member(doc, "ranks")) {
-        put(run, row, M_GPU_WINDOW, "kernel_us");
-        put(run, row, M_COMPUTE, "compute_us");
-        put(run, row, M_NON_COMPUTE, "non_compute_us");
-        put(run, row, M_IDLE, "idle_us");
-        put(run, row, M_IDLE_PCT, "idle_pct");
-        put(run, row, M_COMPUTE_PCT, "compute_pct");
+        put(run, row, AN_M_GPU_WINDOW, "kernel_us");
+        put(run, row, AN_M_COMPUTE, "compute_us");
+        put(run, row, AN_M_NON_COMPUTE, "non_compute_us");
+        put(run, row, AN_M_IDLE, "idle_us");
+        put(run, row, AN_M_IDLE_PCT, "idle_pct");
+        put(run, row, AN_M_COMPUTE_PCT, "compute_pct");
     }
     return 0;
 }
@@ -223,8 +161,8 @@ static int load_overlap(struct run *run, cJSON *doc, int all_steps)
 
     (void)all_steps;
     cJSON_ArrayForEach(row, member(doc, "ranks")) {
-        put(run, row, M_COMM, "comm_us");
-        put(run, row, M_OVERLAP_PCT, "overlap_pct");
+        put(run, row, AN_M_COMM, "comm_us");
+        put(run, row, AN_M_OVERLAP_PCT, "overlap_pct");
     }
     return 0;
 }
@@ -236,9 +174,9 @@ static int load_idle(struct run *run, cJSON *doc, int all_steps)
 
     (void)all_steps;
     cJSON_ArrayForEach(row, member(doc, "streams")) {
-        put(run, row, M_HOST_WAIT, "host_wait_us");
-        put(run, row, M_KERNEL_WAIT, "kernel_wait_us");
-        put(run, row, M_OTHER_WAIT, "other_us");
+        put(run, row, AN_M_HOST_WAIT, "host_wait_us");
+        put(run, row, AN_M_KERNEL_WAIT, "kernel_wait_us");
+        put(run, row, AN_M_OTHER_WAIT, "other_us");
     }
     return 0;
 }
@@ -256,9 +194,9 @@ static int load_stragglers(struct run *run, cJSON *doc, int all_steps)
 
     (void)all_steps;
     cJSON_ArrayForEach(row, member(doc, "ranks")) {
-        put(run, row, M_LATE_FRACTION, "late_fraction");
-        put(run, row, M_BLAME, "blame_us");
-        put(run, row, M_WAIT, "wait_us");
+        put(run, row, AN_M_LATE_FRACTION, "late_fraction");
+        put(run, row, AN_M_BLAME, "blame_us");
+        put(run, row, AN_M_WAIT, "wait_us");
     }
     run->straggler = cJSON_DetachItemFromObjectCaseSensitive(doc, "straggler");
     return run->straggler ? 0 : HM_ENOMEM;
@@ -299,55 +237,13 @@ static int run_load(sqlite3 *db, const struct qry_diff_opts *o, struct run *run,
 
 static void run_free(struct run *run)
 {
-    free(run->r);
+    an_cmp_run_free(&run->k);
     free(run->status);
     cJSON_Delete(run->kernel_types);
     cJSON_Delete(run->straggler);
 }
 
-/* Turns sums into the compared values: step means, and run totals per
- * analysed step in MODE_STEPS. A value that cannot be normalised is gone. */
-static void run_reduce(struct run *run, enum diff_mode mode)
-{
-    for (int i = 0; i < run->n; i++) {
-        struct rank_vals *rv = &run->r[i];
-        for (int m = 0; m < N_METRICS; m++) {
-            if (!rv->cnt[m])
-                continue;
-            if (metric_defs[m].kind == K_STEP)
-                rv->v[m] /= rv->cnt[m];
-            else if (metric_defs[m].kind == K_TOTAL && mode == MODE_STEPS && rv->nsteps)
-                rv->v[m] /= rv->nsteps;
-            else if (metric_defs[m].kind == K_TOTAL && mode == MODE_STEPS)
-                rv->cnt[m] = 0;
-        }
-    }
-}
-
-/* The mean of metric m over the run's ranks that have it; false if none. */
-static bool run_mean(const struct run *run, int m, double *out)
-{
-    double sum = 0;
-    int n = 0;
-
-    for (int i = 0; i < run->n; i++)
-        if (run->r[i].cnt[m]) {
-            sum += run->r[i].v[m];
-            n++;
-        }
-    *out = n ? sum / n : 0;
-    return n > 0;
-}
-
 /* ---- comparing ---- */
-
-static const char *metric_name(enum diff_mode mode, int m)
-{
-    const struct metric_def *d = &metric_defs[m];
-    if (mode == MODE_RATIOS)
-        return d->kind == K_RATIO ? d->step_name : NULL;
-    return mode == MODE_STEPS ? d->step_name : d->total_name;
-}
 
 static double round_to(double v, double unit)
 {
@@ -368,9 +264,7 @@ static cJSON *add_row(struct diff_ctx *c, const char *name, int rank, int better
                       bool hn, double n)
 {
     cJSON *row = cJSON_CreateObject();
-    bool hp = hb && hn && b != 0;
-    double pct = hp ? 100 * (n - b) / fabs(b) : 0;
-    bool moved = hp && n != b && fabs(pct) >= c->o->threshold_pct;
+    struct an_cmp_delta d = an_cmp_judge(hb, b, hn, n, better, c->o->threshold_pct);
 
     if (!row || !cJSON_AddItemToArray(c->metrics, row)) {
         cJSON_Delete(row);
@@ -384,25 +278,25 @@ static cJSON *add_row(struct diff_ctx *c, const char *name, int rank, int better
     add_value(row, "base", hb, b, 1e-3);
     add_value(row, "new", hn, n, 1e-3);
     add_value(row, "delta", hb && hn, n - b, 1e-3);
-    add_value(row, "pct", hp, pct, 1e-2);
+    add_value(row, "pct", d.has_pct, d.pct, 1e-2);
     cJSON_AddStringToObject(row, "better", better < 0 ? "lower" : "higher");
-    cJSON_AddBoolToObject(row, "worse", moved && (n - b) * better < 0);
-    cJSON_AddBoolToObject(row, "improved", moved && (n - b) * better > 0);
+    cJSON_AddBoolToObject(row, "worse", d.worse);
+    cJSON_AddBoolToObject(row, "improved", d.improved);
     return row;
 }
 
 /* The overall rows: each run's mean over its own ranks. */
 static int add_overall(struct diff_ctx *c)
 {
-    for (int m = 0; m < N_METRICS; m++) {
-        const char *name = metric_name(c->mode, m);
+    for (int m = 0; m < AN_N_METRICS; m++) {
+        const char *name = an_cmp_metric_name(c->mode, m);
         double b, n;
         bool hb, hn;
-        if (!name || !metric_defs[m].overall)
+        if (!name || !an_cmp_metrics[m].overall)
             continue;
-        hb = run_mean(&c->base, m, &b);
-        hn = run_mean(&c->new, m, &n);
-        if ((hb || hn) && !add_row(c, name, -1, metric_defs[m].better, hb, b, hn, n))
+        hb = an_cmp_mean(&c->base.k, m, &b);
+        hn = an_cmp_mean(&c->new.k, m, &n);
+        if ((hb || hn) && !add_row(c, name, -1, an_cmp_metrics[m].better, hb, b, hn, n))
             return HM_ENOMEM;
     }
     return 0;
@@ -411,31 +305,18 @@ static int add_overall(struct diff_ctx *c)
 /* The per-rank rows, for the ranks both runs have. */
 static int add_per_rank(struct diff_ctx *c)
 {
-    for (int i = 0; i < c->base.n; i++) {
-        const struct rank_vals *b = &c->base.r[i];
-        const struct rank_vals *n = bsearch(b, c->new.r, (size_t)c->new.n, sizeof *b, by_rank);
-        for (int m = 0; n && m < N_METRICS; m++) {
-            const char *name = metric_name(c->mode, m);
+    for (int i = 0; i < c->base.k.n; i++) {
+        const struct an_cmp_rank *b = &c->base.k.r[i];
+        const struct an_cmp_rank *n = an_cmp_find(&c->new.k, b->rank);
+        for (int m = 0; n && m < AN_N_METRICS; m++) {
+            const char *name = an_cmp_metric_name(c->mode, m);
             if (name && (b->cnt[m] || n->cnt[m]) &&
-                !add_row(c, name, b->rank, metric_defs[m].better, b->cnt[m] > 0, b->v[m], n->cnt[m] > 0,
+                !add_row(c, name, b->rank, an_cmp_metrics[m].better, b->cnt[m] > 0, b->v[m], n->cnt[m] > 0,
                          n->v[m]))
                 return HM_ENOMEM;
         }
     }
     return 0;
-}
-
-/* The denominator that makes a run's kernel-type time (report sums it over
- * ranks) a per rank value, per analysed step when both runs have steps. */
-static double kernel_scale(enum diff_mode mode, const struct run *run)
-{
-    int gpu_ranks = 0;
-
-    if (mode == MODE_STEPS)
-        return (double)run->steps;
-    for (int i = 0; i < run->n; i++)
-        gpu_ranks += run->r[i].cnt[M_GPU_WINDOW] > 0;
-    return gpu_ranks;
 }
 
 /* sum_us of one kernel type, 0 when the run has none of it. */
@@ -461,11 +342,11 @@ static double kernel_type_us(const cJSON *types, const char *label, bool *found)
 static int add_kernel_types(struct diff_ctx *c)
 {
     const cJSON *lists[2] = {c->base.kernel_types, c->new.kernel_types}, *row;
-    double sb = kernel_scale(c->mode, &c->base), sn = kernel_scale(c->mode, &c->new), b, n;
+    double sb = an_cmp_kernel_scale(c->mode, &c->base.k), sn = an_cmp_kernel_scale(c->mode, &c->new.k), b, n;
     char name[300];
     bool found;
 
-    if (c->mode == MODE_RATIOS || sb <= 0 || sn <= 0)
+    if (c->mode == AN_MODE_RATIOS || sb <= 0 || sn <= 0)
         return 0;
     for (int l = 0; l < 2; l++) {
         cJSON_ArrayForEach(row, lists[l]) {
@@ -476,7 +357,7 @@ static int add_kernel_types(struct diff_ctx *c)
             if (l == 1 && found)
                 continue;   /* already compared from BASE's list */
             n = kernel_type_us(lists[1], k->valuestring, &found);
-            snprintf(name, sizeof name, "kernel_us%s[%s]", c->mode == MODE_STEPS ? "_per_step" : "",
+            snprintf(name, sizeof name, "kernel_us%s[%s]", c->mode == AN_MODE_STEPS ? "_per_step" : "",
                      k->valuestring);
             if (!add_row(c, name, -1, -1, true, b / sb, true, n / sn))
                 return HM_ENOMEM;
@@ -511,9 +392,9 @@ static int add_straggler(struct diff_ctx *c)
 
 /* ---- notes and verdict ---- */
 
-static bool run_has_rank(const struct run *run, const struct rank_vals *rv)
+static bool run_has_rank(const struct run *run, const struct an_cmp_rank *rv)
 {
-    return run->n && bsearch(rv, run->r, (size_t)run->n, sizeof *rv, by_rank);
+    return an_cmp_find(&run->k, rv->rank) != NULL;
 }
 
 /* Formats the ranks of a that b lacks (all of a's when b is NULL) as
@@ -524,16 +405,16 @@ static int rank_list(const struct run *a, const struct run *b, char *buf, size_t
     int count = 0;
 
     buf[0] = '\0';
-    for (int i = 0, j; i < a->n; i = j + 1) {
+    for (int i = 0, j; i < a->k.n; i = j + 1) {
         j = i;
-        if (b && run_has_rank(b, &a->r[i]))
+        if (b && run_has_rank(b, &a->k.r[i]))
             continue;
-        while (j + 1 < a->n && a->r[j + 1].rank == a->r[j].rank + 1 && !(b && run_has_rank(b, &a->r[j + 1])))
+        while (j + 1 < a->k.n && a->k.r[j + 1].rank == a->k.r[j].rank + 1 && !(b && run_has_rank(b, &a->k.r[j + 1])))
             j++;
         count += j - i + 1;
         if (at < len)
             at += (size_t)snprintf(buf + at, len - at, i == j ? "%s%d" : "%s%d-%d", at ? "," : "",
-                                   a->r[i].rank, a->r[j].rank);
+                                   a->k.r[i].rank, a->k.r[j].rank);
     }
     return count;
 }
@@ -556,17 +437,17 @@ static void note_ranks(struct diff_ctx *c)
     char ob[256], on[256];
     int only_b = rank_list(&c->base, &c->new, ob, sizeof ob);
     int only_n = rank_list(&c->new, &c->base, on, sizeof on);
-    int common = c->base.n - only_b;
+    int common = c->base.k.n - only_b;
 
     if (!only_b && !only_n)
         return;
     if (common == 0)
         note(c, "BASE has %d ranks (%s) and NEW %d (%s), none in common: only overall values (means over "
-             "each run's own ranks) are compared", c->base.n, ob, c->new.n, on);
+             "each run's own ranks) are compared", c->base.k.n, ob, c->new.k.n, on);
     else
         note(c, "BASE has %d ranks and NEW %d: overall values are means over each run's own ranks; per-rank "
-             "rows cover the ranks both have, %d of them (only in BASE: %s; only in NEW: %s)", c->base.n,
-             c->new.n, common, only_b ? ob : "none", only_n ? on : "none");
+             "rows cover the ranks both have, %d of them (only in BASE: %s; only in NEW: %s)", c->base.k.n,
+             c->new.k.n, common, only_b ? ob : "none", only_n ? on : "none");
 }
 
 /* "5" or "3-5": analysed steps per rank among the ranks that have any. */
@@ -574,8 +455,8 @@ static const char *steps_per_rank(const struct run *run, char *buf, size_t len)
 {
     int lo = 0, hi = 0;
 
-    for (int i = 0; i < run->n; i++) {
-        int s = run->r[i].nsteps;
+    for (int i = 0; i < run->k.n; i++) {
+        int s = run->k.r[i].nsteps;
         if (s && (!lo || s < lo))
             lo = s;
         if (s > hi)
@@ -593,23 +474,23 @@ static void add_notes(struct diff_ctx *c)
     char sb[32], sn[32];
 
     note_ranks(c);
-    if (c->mode == MODE_STEPS)
+    if (c->mode == AN_MODE_STEPS)
         note(c, "run totals are divided by each rank's analysed ProfilerSteps (BASE: %s per rank, NEW: %s)%s",
              steps_per_rank(&c->base, sb, sizeof sb), steps_per_rank(&c->new, sn, sizeof sn),
              c->o->all_steps ? "" : "; HTA's rule leaves out each rank's last step (--all-steps keeps it)");
-    else if (c->mode == MODE_TOTALS)
+    else if (c->mode == AN_MODE_TOTALS)
         note(c, "neither run has ProfilerStep ranges: run totals are compared as they are, which assumes both "
              "runs did the same work; the gate is the GPU time window (first to last GPU event, mean over "
              "ranks)");
     else
         note(c, "%s has ProfilerStep ranges and %s has none: step time and run totals do not compare, only "
              "ratios (idle %%, compute %%, overlap %%, late fraction); profile both runs with a "
-             "torch.profiler schedule, which marks ProfilerStep#N", c->base.steps ? "BASE" : "NEW",
-             c->base.steps ? "NEW" : "BASE");
+             "torch.profiler schedule, which marks ProfilerStep#N", c->base.k.steps ? "BASE" : "NEW",
+             c->base.k.steps ? "NEW" : "BASE");
     for (int r = 0; r < 2; r++) {
-        if (c->mode == MODE_STEPS && runs[r]->step_ranks < runs[r]->n)
+        if (c->mode == AN_MODE_STEPS && runs[r]->k.step_ranks < runs[r]->k.n)
             note(c, "%s: %d of %d ranks have no analysed ProfilerStep and are left out of the per-step values",
-                 label[r], runs[r]->n - runs[r]->step_ranks, runs[r]->n);
+                 label[r], runs[r]->k.n - runs[r]->k.step_ranks, runs[r]->k.n);
         if (runs[r]->status && strcmp(runs[r]->status, "complete") != 0)
             note(c, "%s's run status is '%s': its numbers may miss events", label[r], runs[r]->status);
     }
@@ -629,15 +510,15 @@ static const cJSON *find_overall(const cJSON *metrics, const char *name)
  * the pair could be judged at all. */
 static bool judge(struct diff_ctx *c, bool *regressed, char *text, size_t len)
 {
-    const char *what = c->mode == MODE_STEPS ? "mean step time" : "GPU time window";
-    const cJSON *g = find_overall(c->metrics, c->mode == MODE_STEPS ? "step_time_mean_us" : "gpu_window_us");
+    const char *what = c->mode == AN_MODE_STEPS ? "mean step time" : "GPU time window";
+    const cJSON *g = find_overall(c->metrics, c->mode == AN_MODE_STEPS ? "step_time_mean_us" : "gpu_window_us");
     double b, n, pct, th = c->o->threshold_pct;
     bool hb, hn;
 
     *regressed = false;
-    if (c->mode == MODE_RATIOS) {
+    if (c->mode == AN_MODE_RATIOS) {
         snprintf(text, len, "cannot compare: %s has ProfilerStep ranges but %s has none, so step times "
-                 "do not compare", c->base.steps ? "BASE" : "NEW", c->base.steps ? "NEW" : "BASE");
+                 "do not compare", c->base.k.steps ? "BASE" : "NEW", c->base.k.steps ? "NEW" : "BASE");
         return false;
     }
     b = num(g, "base", &hb);
@@ -647,8 +528,7 @@ static bool judge(struct diff_ctx *c, bool *regressed, char *text, size_t len)
                  "no step time or GPU time window", hb && b > 0 ? "NEW" : "BASE");
         return false;
     }
-    pct = 100 * (n - b) / b;
-    *regressed = n > b && pct >= th;
+    *regressed = an_cmp_regressed(b, n, th, &pct);
     if (n == b)
         snprintf(text, len, "no regression: NEW's %s equals BASE's (%.1f us)", what, b);
     else
@@ -667,9 +547,9 @@ static cJSON *run_facts(const struct run *run)
     if (!f)
         return NULL;
     cJSON_AddStringToObject(f, "file", run->name);
-    cJSON_AddNumberToObject(f, "ranks", run->n);
-    cJSON_AddNumberToObject(f, "steps", (double)run->steps);
-    if (run->steps)
+    cJSON_AddNumberToObject(f, "ranks", run->k.n);
+    cJSON_AddNumberToObject(f, "steps", (double)run->k.steps);
+    if (run->k.steps)
         cJSON_AddStringToObject(f, "steps_per_rank", steps_per_rank(run, buf, sizeof buf));
     else
         cJSON_AddNullToObject(f, "steps_per_rank");
@@ -695,7 +575,7 @@ static int diff_document(struct diff_ctx *c)
     cJSON_AddBoolToObject(doc, "comparable", comparable);
     cJSON_AddBoolToObject(doc, "regressed", regressed);
     if (comparable)
-        cJSON_AddStringToObject(doc, "gate", c->mode == MODE_STEPS ? "step_time_mean_us" : "gpu_window_us");
+        cJSON_AddStringToObject(doc, "gate", c->mode == AN_MODE_STEPS ? "step_time_mean_us" : "gpu_window_us");
     else
         cJSON_AddNullToObject(doc, "gate");
     cJSON_AddStringToObject(doc, "verdict", verdict);
@@ -710,12 +590,11 @@ static int diff_document(struct diff_ctx *c)
 
 static int diff_compare(struct diff_ctx *c)
 {
-    bool sb = c->base.steps > 0, sn = c->new.steps > 0;
     int rc;
 
-    c->mode = sb && sn ? MODE_STEPS : !sb && !sn ? MODE_TOTALS : MODE_RATIOS;
-    run_reduce(&c->base, c->mode);
-    run_reduce(&c->new, c->mode);
+    c->mode = an_cmp_mode_of(&c->base.k, &c->new.k);
+    an_cmp_reduce(&c->base.k, c->mode);
+    an_cmp_reduce(&c->new.k, c->mode);
     c->metrics = cJSON_CreateArray();
     c->notes = cJSON_CreateArray();
     if (!c->metrics || !c->notes)

@@ -1,6 +1,6 @@
-/* JSON text for the Chrome export (export_chrome.c): a growing buffer that
- * one event is built in, exact numbers, strings escaped for any bytes, and
- * the copy of a stored args object. Nothing here knows the database. */
+/* JSON text for the Chrome export (export_chrome.c): JSON values written
+ * into a query/buf.h buffer, exact numbers, strings escaped for any bytes,
+ * and the copy of a stored args object. Nothing here knows the database. */
 #include "export_json.h"
 
 #include <inttypes.h>
@@ -8,31 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-void qry_jbuf_put(struct qry_jbuf *b, const char *s, size_t len)
-{
-    if (b->oom || len == 0)
-        return;
-    if (b->n + len + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 4096;
-        char *np;
-        while (cap < b->n + len + 1)
-            cap *= 2;
-        if (!(np = realloc(b->p, cap))) {
-            b->oom = true;
-            return;
-        }
-        b->p = np;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, s, len);
-    b->n += len;
-}
-
-void qry_jbuf_puts(struct qry_jbuf *b, const char *s) { qry_jbuf_put(b, s, strlen(s)); }
-
 /* Writes -?a[.fff] with frac_digits digits after the point (0: none).
  * Hand-made because snprintf was a tenth of the export's time. */
-static void put_decimal(struct qry_jbuf *b, bool neg, uint64_t a, int frac_digits)
+static void put_decimal(struct qry_buf *b, bool neg, uint64_t a, int frac_digits)
 {
     char t[32], *p = t + sizeof t;
     for (int i = 0; i < frac_digits; i++, a /= 10)
@@ -44,15 +22,15 @@ static void put_decimal(struct qry_jbuf *b, bool neg, uint64_t a, int frac_digit
     while (a /= 10);
     if (neg)
         *--p = '-';
-    qry_jbuf_put(b, p, (size_t)(t + sizeof t - p));
+    qry_buf_put(b, p, (size_t)(t + sizeof t - p));
 }
 
-void qry_jbuf_i64(struct qry_jbuf *b, int64_t v)
+void qry_jbuf_i64(struct qry_buf *b, int64_t v)
 {
     put_decimal(b, v < 0, v < 0 ? 0 - (uint64_t)v : (uint64_t)v, 0);
 }
 
-void qry_jbuf_us(struct qry_jbuf *b, int64_t ns)
+void qry_jbuf_us(struct qry_buf *b, int64_t ns)
 {
     put_decimal(b, ns < 0, ns < 0 ? 0 - (uint64_t)ns : (uint64_t)ns, 3);
 }
@@ -82,13 +60,13 @@ static size_t utf8_len(const unsigned char *s, size_t left)
 
 /* s[0..len) as a JSON string: quotes, backslashes and control characters
  * escaped, valid UTF-8 kept, each invalid byte replaced by U+FFFD. */
-void qry_jbuf_str(struct qry_jbuf *b, const char *s, size_t len)
+void qry_jbuf_str(struct qry_buf *b, const char *s, size_t len)
 {
     const unsigned char *u = (const unsigned char *)s;
     size_t i = 0, run = 0;
     char esc[8];
 
-    qry_jbuf_put(b, "\"", 1);
+    qry_buf_put(b, "\"", 1);
     while (i < len) {
         unsigned char c = u[i];
         size_t n = c < 0x80 ? 1 : utf8_len(u + i, len - i);
@@ -96,22 +74,22 @@ void qry_jbuf_str(struct qry_jbuf *b, const char *s, size_t len)
             i += n;
             continue;
         }
-        qry_jbuf_put(b, s + run, i - run);
+        qry_buf_put(b, s + run, i - run);
         if (!n)
-            qry_jbuf_puts(b, "\\ufffd");
+            qry_buf_puts(b, "\\ufffd");
         else if (c == '"' || c == '\\')
-            qry_jbuf_put(b, esc, (size_t)snprintf(esc, sizeof esc, "\\%c", c));
+            qry_buf_put(b, esc, (size_t)snprintf(esc, sizeof esc, "\\%c", c));
         else if (c == '\n' || c == '\t' || c == '\r')
-            qry_jbuf_puts(b, c == '\n' ? "\\n" : c == '\t' ? "\\t" : "\\r");
+            qry_buf_puts(b, c == '\n' ? "\\n" : c == '\t' ? "\\t" : "\\r");
         else
-            qry_jbuf_put(b, esc, (size_t)snprintf(esc, sizeof esc, "\\u%04x", c));
+            qry_buf_put(b, esc, (size_t)snprintf(esc, sizeof esc, "\\u%04x", c));
         run = ++i;
     }
-    qry_jbuf_put(b, s + run, len - run);
-    qry_jbuf_put(b, "\"", 1);
+    qry_buf_put(b, s + run, len - run);
+    qry_buf_put(b, "\"", 1);
 }
 
-void qry_jbuf_cstr(struct qry_jbuf *b, const char *s) { qry_jbuf_str(b, s ? s : "", s ? strlen(s) : 0); }
+void qry_jbuf_cstr(struct qry_buf *b, const char *s) { qry_jbuf_str(b, s ? s : "", s ? strlen(s) : 0); }
 
 /* ---- copying a stored args object: validated, strings re-escaped ---- */
 
@@ -137,23 +115,23 @@ static int hexval(const char *p)
     return v < 0 ? -1 : v;
 }
 
-static void put_utf8(struct qry_jbuf *b, unsigned cp)
+static void put_utf8(struct qry_buf *b, unsigned cp)
 {
     char o[4];
     if (cp < 0x80)
-        o[0] = (char)cp, qry_jbuf_put(b, o, 1);
+        o[0] = (char)cp, qry_buf_put(b, o, 1);
     else if (cp < 0x800)
-        o[0] = (char)(0xC0 | cp >> 6), o[1] = (char)(0x80 | (cp & 0x3F)), qry_jbuf_put(b, o, 2);
+        o[0] = (char)(0xC0 | cp >> 6), o[1] = (char)(0x80 | (cp & 0x3F)), qry_buf_put(b, o, 2);
     else if (cp < 0x10000)
         o[0] = (char)(0xE0 | cp >> 12), o[1] = (char)(0x80 | (cp >> 6 & 0x3F)),
-        o[2] = (char)(0x80 | (cp & 0x3F)), qry_jbuf_put(b, o, 3);
+        o[2] = (char)(0x80 | (cp & 0x3F)), qry_buf_put(b, o, 3);
     else
         o[0] = (char)(0xF0 | cp >> 18), o[1] = (char)(0x80 | (cp >> 12 & 0x3F)),
-        o[2] = (char)(0x80 | (cp >> 6 & 0x3F)), o[3] = (char)(0x80 | (cp & 0x3F)), qry_jbuf_put(b, o, 4);
+        o[2] = (char)(0x80 | (cp >> 6 & 0x3F)), o[3] = (char)(0x80 | (cp & 0x3F)), qry_buf_put(b, o, 4);
 }
 
 /* Decodes the JSON string at c->p into raw bytes (dec is reset first). */
-static bool j_string(struct jcur *c, struct qry_jbuf *dec)
+static bool j_string(struct jcur *c, struct qry_buf *dec)
 {
     dec->n = 0;
     if (c->p >= c->end || *c->p++ != '"')
@@ -164,14 +142,14 @@ static bool j_string(struct jcur *c, struct qry_jbuf *dec)
         if (*c->p != '\\') {
             if ((unsigned char)*c->p < 0x20)
                 return false;
-            qry_jbuf_put(dec, c->p++, 1);
+            qry_buf_put(dec, c->p++, 1);
             continue;
         }
         if (c->end - c->p < 2)
             return false;
         e = strchr("\"\\/bfnrt", c->p[1]);
         if (e && c->p[1]) {
-            qry_jbuf_put(dec, &"\"\\/\b\f\n\r\t"[e - "\"\\/bfnrt"], 1);
+            qry_buf_put(dec, &"\"\\/\b\f\n\r\t"[e - "\"\\/bfnrt"], 1);
             c->p += 2;
             continue;
         }
@@ -194,7 +172,7 @@ static bool j_string(struct jcur *c, struct qry_jbuf *dec)
 }
 
 /* Copies a JSON number literally after checking its grammar. */
-static bool j_number(struct jcur *c, struct qry_jbuf *out)
+static bool j_number(struct jcur *c, struct qry_buf *out)
 {
     const char *s = c->p, *p = s;
     if (p < c->end && *p == '-')
@@ -220,27 +198,27 @@ static bool j_number(struct jcur *c, struct qry_jbuf *out)
         while (p < c->end && *p >= '0' && *p <= '9')
             p++;
     }
-    qry_jbuf_put(out, s, (size_t)(p - s));
+    qry_buf_put(out, s, (size_t)(p - s));
     c->p = p;
     return true;
 }
 
-static bool j_value(struct jcur *c, struct qry_jbuf *out, struct qry_jbuf *dec);
+static bool j_value(struct jcur *c, struct qry_buf *out, struct qry_buf *dec);
 
 /* Copies an array or object (c->p at '[' or '{'). */
-static bool j_container(struct jcur *c, struct qry_jbuf *out, struct qry_jbuf *dec)
+static bool j_container(struct jcur *c, struct qry_buf *out, struct qry_buf *dec)
 {
     char close = *c->p == '[' ? ']' : '}';
     bool first = true;
 
     if (++c->depth > 64)
         return false;
-    qry_jbuf_put(out, c->p++, 1);
+    qry_buf_put(out, c->p++, 1);
     for (j_ws(c); c->p < c->end && *c->p != close; first = false) {
         if (!first) {
             if (*c->p++ != ',')
                 return false;
-            qry_jbuf_put(out, ",", 1);
+            qry_buf_put(out, ",", 1);
             j_ws(c);
         }
         if (close == '}') {
@@ -250,7 +228,7 @@ static bool j_container(struct jcur *c, struct qry_jbuf *out, struct qry_jbuf *d
             j_ws(c);
             if (c->p >= c->end || *c->p++ != ':')
                 return false;
-            qry_jbuf_put(out, ":", 1);
+            qry_buf_put(out, ":", 1);
         }
         if (!j_value(c, out, dec))
             return false;
@@ -258,22 +236,22 @@ static bool j_container(struct jcur *c, struct qry_jbuf *out, struct qry_jbuf *d
     }
     if (c->p >= c->end)
         return false;
-    qry_jbuf_put(out, c->p++, 1);
+    qry_buf_put(out, c->p++, 1);
     c->depth--;
     return true;
 }
 
-static bool j_literal(struct jcur *c, struct qry_jbuf *out, const char *lit)
+static bool j_literal(struct jcur *c, struct qry_buf *out, const char *lit)
 {
     size_t n = strlen(lit);
     if ((size_t)(c->end - c->p) < n || memcmp(c->p, lit, n) != 0)
         return false;
-    qry_jbuf_put(out, lit, n);
+    qry_buf_put(out, lit, n);
     c->p += n;
     return true;
 }
 
-static bool j_value(struct jcur *c, struct qry_jbuf *out, struct qry_jbuf *dec)
+static bool j_value(struct jcur *c, struct qry_buf *out, struct qry_buf *dec)
 {
     j_ws(c);
     if (c->p >= c->end)
@@ -307,8 +285,8 @@ static bool written_key(const char *const *written, const char *k, size_t n)
 /* Appends the members of the stored args object text to out, each preceded
  * by ','. False (out then holds junk past its old length) when the text is
  * not one JSON object. */
-bool qry_jbuf_copy_members(const char *text, size_t len, const char *const *written, struct qry_jbuf *out,
-                           struct qry_jbuf *dec)
+bool qry_jbuf_copy_members(const char *text, size_t len, const char *const *written, struct qry_buf *out,
+                           struct qry_buf *dec)
 {
     struct jcur c = {text, text + len, 0};
     bool first = true;
@@ -327,9 +305,9 @@ bool qry_jbuf_copy_members(const char *text, size_t len, const char *const *writ
         if (!j_string(&c, dec))
             return false;
         skip = written_key(written, dec->p, dec->n);
-        qry_jbuf_put(out, ",", 1);
+        qry_buf_put(out, ",", 1);
         qry_jbuf_str(out, dec->p, dec->n);
-        qry_jbuf_put(out, ":", 1);
+        qry_buf_put(out, ":", 1);
         j_ws(&c);
         if (c.p >= c.end || *c.p++ != ':' || !j_value(&c, out, dec))
             return false;

@@ -1,5 +1,5 @@
 /* JSON text for the Chrome export (private to export_chrome.c and
- * export_json.c): a growing buffer that one event is built in, exact
+ * export_json.c): JSON values written into a query/buf.h buffer, exact
  * numbers, strings escaped whatever their bytes, and the validated copy of
  * a stored args object. */
 #ifndef HM_QUERY_EXPORT_JSON_H
@@ -9,27 +9,25 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* A growing byte buffer. After an allocation fails, oom is set and every
- * later append does nothing. Not NUL-terminated. */
-struct qry_jbuf {
-    char *p;        /* owned (free) */
-    size_t n, cap;
-    bool oom;
-};
+#include "buf.h"
 
-void qry_jbuf_put(struct qry_jbuf *b, const char *s, size_t len);
-void qry_jbuf_puts(struct qry_jbuf *b, const char *s);
-void qry_jbuf_i64(struct qry_jbuf *b, int64_t v);
+/* export_chrome.c, which another part of this refactor owns, still spells
+ * the buffer and its appends by their old names; they are buf.h's. */
+#define qry_jbuf qry_buf
+#define qry_jbuf_put qry_buf_put
+#define qry_jbuf_puts qry_buf_puts
+
+void qry_jbuf_i64(struct qry_buf *b, int64_t v);
 
 /* ns as an exact decimal number of microseconds, formatted from integers:
  * 1234567 -> 1234.567, -5 -> -0.005. */
-void qry_jbuf_us(struct qry_jbuf *b, int64_t ns);
+void qry_jbuf_us(struct qry_buf *b, int64_t ns);
 
 /* s[0..len) as a JSON string: quotes, backslashes and control characters
  * (NUL included) escaped, valid UTF-8 kept, each byte that is not part of
  * valid UTF-8 replaced by \ufffd. */
-void qry_jbuf_str(struct qry_jbuf *b, const char *s, size_t len);
-void qry_jbuf_cstr(struct qry_jbuf *b, const char *s);   /* NULL -> "" */
+void qry_jbuf_str(struct qry_buf *b, const char *s, size_t len);
+void qry_jbuf_cstr(struct qry_buf *b, const char *s);   /* NULL -> "" */
 
 /* Appends the members of the JSON object text[0..len) to out, each as
  * ',"key":value', skipping keys listed in written (NULL-terminated): the
@@ -38,7 +36,7 @@ void qry_jbuf_cstr(struct qry_jbuf *b, const char *s);   /* NULL -> "" */
  * False when text is not exactly one JSON object (nesting deeper than 64
  * counts as not): out then holds junk past its old length, which the
  * caller cuts off. */
-bool qry_jbuf_copy_members(const char *text, size_t len, const char *const *written, struct qry_jbuf *out,
-                           struct qry_jbuf *dec);
+bool qry_jbuf_copy_members(const char *text, size_t len, const char *const *written, struct qry_buf *out,
+                           struct qry_buf *dec);
 
 #endif

@@ -1,7 +1,7 @@
 /* What the files of the query server share: parameter parsing (params.c),
- * a growing text buffer (params.c), the timeline's level of detail
- * (timeline.c), the web files (static.c), the extra report topics
- * (verdict.c) and the API handlers (api.c). Callers outside query/ use
+ * the text buffer (buf.h), the timeline's level of detail
+ * (timeline.c), the web files (static.c), rows as JSON (rows.c) and the
+ * API handlers (api.c). Callers outside query/ use
  * server.h; tests include this header to reach the pieces one by one. */
 #ifndef HM_QUERY_INT_H
 #define HM_QUERY_INT_H
@@ -13,6 +13,7 @@
 #include <cjson/cJSON.h>
 #include <sqlite3.h>
 
+#include "buf.h"
 #include "common/err.h"
 
 /* ---- parameters (params.c) ---- */
@@ -47,17 +48,6 @@ int qry_listen_parse(const char *s, char *host, size_t hostlen, int *port);
  * where they differ. */
 bool qry_token_equal(const char *given, const char *want);
 
-/* A growing text buffer for responses built by hand (the timeline writes
- * tens of thousands of numbers: cJSON's node per number is too slow). */
-struct qry_buf {
-    char *p;        /* owned; NUL-terminated while !oom */
-    size_t n, cap;
-    bool oom;       /* an append failed: the text is incomplete */
-};
-void qry_buf_printf(struct qry_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void qry_buf_puts(struct qry_buf *b, const char *s);
-void qry_buf_put(struct qry_buf *b, const char *s, size_t n);   /* n bytes of s */
-void qry_buf_free(struct qry_buf *b);
 
 /* {"error": msg} as owned text, the body of every error answer; NULL when
  * out of memory. */
@@ -116,17 +106,7 @@ void qry_asset_release(struct qry_asset *a);
  * false when there is none and only the embedded copy is served. */
 bool qry_asset_dir(char *root, size_t len);
 
-/* ---- report topics beyond report.c's (verdict.c) ---- */
-
-/* Topics the server adds when report.c does not build them yet, NULL-terminated:
- * stragglers, collectives. */
-extern const char *const qry_verdict_topics[];
-
-/* Builds a topic of qry_verdict_topics (shapes of ARCHITECTURE.md) from the
- * base tables, so it also works on a live file that has no views yet.
- * *out is owned by the caller. */
-int qry_verdict_build(sqlite3 *db, const char *topic, const int *ranks, int nranks, cJSON **out,
-                      struct hm_err *err);
+/* ---- query rows (rows.c) ---- */
 
 /* Runs sql with ?1..?n bound to the given int64 values and returns its rows
  * as an array of objects (column name -> value). NULL with err on failure. */
@@ -196,7 +176,7 @@ struct qry_call {
 /* The value of a query parameter, or NULL. */
 const char *qry_call_param(const struct qry_call *c, const char *key);
 
-/* Answers c from h: /api/run, /api/ranks, /api/report/{topic},
+/* Answers c from h: /api/run, /api/ranks, /api/topics, /api/report/{topic},
  * /api/timeline, /api/slice/{id}, /api/collective/{id}, POST /api/sql.
  * Always sets status and out (an {"error"} document on failure). */
 void qry_api_dispatch(struct qry_dbh *h, struct qry_call *c);

@@ -1,8 +1,10 @@
-/* Report topics: each builds a JSON document from the analysis tables.
- * The shapes are the contract of ARCHITECTURE.md ("report --format json"):
- * times in microseconds as HTA prints them, one array per topic. */
+/* Reports: opening a merged file, and what the topic builders of topics.c
+ * are made of (report_int.h): a query's rows or facts added to a document,
+ * the straggler verdict, the clock steps, the CUPTI recording note. Times
+ * are in microseconds as HTA prints them. */
 #include "report.h"
-#include "straggler_hta.h"
+#include "report_int.h"
+#include "topics.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -12,10 +14,30 @@
 
 #include "hm_sql.h"
 #include "sql_guard.h"
+#include "store/columns.h"
 
-const char *const qry_report_topics[] = {"summary", "temporal", "overlap", "idle", "kernels",
-                                         "steps", "clocks", "stragglers", "collectives", "nvtx",
-                                         NULL};
+/* The columns each query's reader takes by position (store/columns.h). */
+#define META_COLUMNS(X) X(META_VALUE, "value")
+#define CLOCK_STEP_COLUMNS(X) X(CS_RANK, "rank") X(CS_STEP, "step_ns") X(CS_STEP_AT, "step_at_ns")
+#define FACT_COLUMNS(X) X(FACT_KEY, "key") X(FACT_VALUE, "value")
+#define MERGER_COLUMNS(X) X(MERGER_HOST, "merger_host") X(MERGER_PID, "merger_pid")
+#define PAUSED_COLUMNS(X) X(PAUSED_COUNT, "pauses")
+#define PAUSES_COLUMNS(X) X(PAUSES_COUNT, "pauses") X(PAUSES_NS, "paused_ns") X(PAUSES_SPAN, "span_ns")
+#define VERDICT_COLUMNS(X) X(VERDICT_RANK, "straggler") X(VERDICT_EVIDENCE, "evidence")
+enum { META_COLUMNS(HM_COLUMN_ENUM) };
+enum { CLOCK_STEP_COLUMNS(HM_COLUMN_ENUM) };
+enum { FACT_COLUMNS(HM_COLUMN_ENUM) };
+enum { MERGER_COLUMNS(HM_COLUMN_ENUM) };
+enum { PAUSED_COLUMNS(HM_COLUMN_ENUM) };
+enum { PAUSES_COLUMNS(HM_COLUMN_ENUM) };
+enum { VERDICT_COLUMNS(HM_COLUMN_ENUM) };
+static const char *const meta_names[] = {META_COLUMNS(HM_COLUMN_NAME)};
+static const char *const clock_step_names[] = {CLOCK_STEP_COLUMNS(HM_COLUMN_NAME)};
+static const char *const fact_names[] = {FACT_COLUMNS(HM_COLUMN_NAME)};
+static const char *const merger_names[] = {MERGER_COLUMNS(HM_COLUMN_NAME)};
+static const char *const paused_names[] = {PAUSED_COLUMNS(HM_COLUMN_NAME)};
+static const char *const pauses_names[] = {PAUSES_COLUMNS(HM_COLUMN_NAME)};
+static const char *const verdict_names[] = {VERDICT_COLUMNS(HM_COLUMN_NAME)};
 
 sqlite3 *qry_open(const char *path, struct hm_err *err)
 {
@@ -31,9 +53,11 @@ sqlite3 *qry_open(const char *path, struct hm_err *err)
     }
     sqlite3_busy_timeout(db, 5000);
     if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'schema_version'", -1, &st, NULL) ==
-            SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_ROW)
-        version = strtol((const char *)sqlite3_column_text(st, 0), NULL, 10);
+        SQLITE_OK) {
+        HM_COLUMNS_CHECK(st, meta_names);
+        if (sqlite3_step(st) == SQLITE_ROW)
+            version = strtol((const char *)sqlite3_column_text(st, META_VALUE), NULL, 10);
+    }
     sqlite3_finalize(st);
     if (version < 1) {
         hm_err_set(err, HM_EFORMAT, path, -1, "not an htamerge database (no meta.schema_version)");
@@ -71,9 +95,12 @@ static int step_wanted(const struct qry_report_opts *o, const cJSON *row)
     return 0;
 }
 
-/* Runs sql (binding ?1 = mode, ?2 = top) and adds its rows, as objects, to
- * doc[key]. */
-static int add_rows(sqlite3 *db, const struct qry_report_opts *o, const char *sql, cJSON *doc,
+static int sql_error(sqlite3 *db, const char *what, struct hm_err *err)
+{
+    return hm_err_set(err, HM_ESQL, sqlite3_db_filename(db, "main"), -1, "report %s: %s", what, sqlite3_errmsg(db));
+}
+
+int qry_report_rows(sqlite3 *db, const struct qry_report_opts *o, const char *sql, cJSON *doc,
                     const char *key, struct hm_err *err)
 {
     cJSON *arr = cJSON_AddArrayToObject(doc, key);
@@ -81,8 +108,7 @@ static int add_rows(sqlite3 *db, const struct qry_report_opts *o, const char *sq
     int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
 
     if (rc != SQLITE_OK)
-        return hm_err_set(err, HM_ESQL, sqlite3_db_filename(db, "main"), -1, "report %s: %s", key,
-                          sqlite3_errmsg(db));
+        return sql_error(db, key, err);
     if (sqlite3_bind_parameter_count(st) >= 1)
         sqlite3_bind_text(st, 1, o->all_steps ? "all_steps" : "hta", -1, SQLITE_STATIC);
     if (sqlite3_bind_parameter_count(st) >= 2)
@@ -97,44 +123,53 @@ static int add_rows(sqlite3 *db, const struct qry_report_opts *o, const char *sq
             cJSON_Delete(row);
     }
     sqlite3_finalize(st);
-    if (rc != SQLITE_DONE)
-        return hm_err_set(err, HM_ESQL, sqlite3_db_filename(db, "main"), -1, "report %s: %s", key,
-                          sqlite3_errmsg(db));
-    return 0;
+    return rc == SQLITE_DONE ? 0 : sql_error(db, key, err);
 }
 
-/* Adds each rank's clock step (report_clocks_steps.sql) to the clocks
- * rows; null in files older than the step columns. */
-static int add_clock_steps(sqlite3 *db, cJSON *doc, struct hm_err *err)
+/* Whether the file's ranks table has the clock step columns (files written
+ * before them have not). */
+static int has_clock_steps(sqlite3 *db)
 {
-    cJSON *ranks = cJSON_GetObjectItemCaseSensitive(doc, "ranks"), *row;
-    sqlite3_stmt *st = NULL;
-    int have = 0, rc = SQLITE_DONE;
-
     const char *has = "SELECT 1 FROM pragma_table_info('ranks') WHERE name = 'clock_step_ns'";
+    sqlite3_stmt *st = NULL;
+    int have = 0;
 
     if (sqlite3_prepare_v2(db, has, -1, &st, NULL) == SQLITE_OK)
         have = sqlite3_step(st) == SQLITE_ROW;
     sqlite3_finalize(st);
-    st = NULL;
-    if (have && sqlite3_prepare_v2(db, hm_sql_report_clocks_steps, -1, &st, NULL) != SQLITE_OK)
-        return hm_err_set(err, HM_ESQL, sqlite3_db_filename(db, "main"), -1, "report clocks: %s",
-                          sqlite3_errmsg(db));
-    while (have && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-        cJSON_ArrayForEach(row, ranks) {
-            const cJSON *r = cJSON_GetObjectItemCaseSensitive(row, "rank");
-            if (cJSON_IsNumber(r) && r->valuedouble == (double)sqlite3_column_int64(st, 0)) {
-                qry_json_add_column(st, 1, row, "step_ns");
-                qry_json_add_column(st, 2, row, "step_at_ns");
-            }
+    return have;
+}
+
+/* Copies one report_clocks_steps.sql row into the matching rank's row. */
+static void put_clock_step(sqlite3_stmt *st, cJSON *ranks)
+{
+    cJSON *row;
+
+    cJSON_ArrayForEach(row, ranks) {
+        const cJSON *r = cJSON_GetObjectItemCaseSensitive(row, "rank");
+        if (cJSON_IsNumber(r) && r->valuedouble == (double)sqlite3_column_int64(st, CS_RANK)) {
+            qry_json_add_column(st, CS_STEP, row, "step_ns");
+            qry_json_add_column(st, CS_STEP_AT, row, "step_at_ns");
         }
     }
-    if (have && rc != SQLITE_DONE) {
+}
+
+int qry_report_clock_steps(sqlite3 *db, cJSON *doc, struct hm_err *err)
+{
+    cJSON *ranks = cJSON_GetObjectItemCaseSensitive(doc, "ranks"), *row;
+    sqlite3_stmt *st = NULL;
+    int rc = SQLITE_DONE;
+
+    if (has_clock_steps(db)) {
+        if (sqlite3_prepare_v2(db, hm_sql_report_clocks_steps, -1, &st, NULL) != SQLITE_OK)
+            return sql_error(db, "clocks", err);
+        HM_COLUMNS_CHECK(st, clock_step_names);
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+            put_clock_step(st, ranks);
         sqlite3_finalize(st);
-        return hm_err_set(err, HM_ESQL, sqlite3_db_filename(db, "main"), -1, "report clocks: %s",
-                          sqlite3_errmsg(db));
+        if (rc != SQLITE_DONE)
+            return sql_error(db, "clocks", err);
     }
-    sqlite3_finalize(st);
     cJSON_ArrayForEach(row, ranks) {
         if (!cJSON_GetObjectItemCaseSensitive(row, "step_ns")) {
             cJSON_AddNullToObject(row, "step_ns");
@@ -142,20 +177,6 @@ static int add_clock_steps(sqlite3 *db, cJSON *doc, struct hm_err *err)
         }
     }
     return 0;
-}
-
-/* Adds key/value rows of sql as scalar members of doc. */
-static int add_facts(sqlite3 *db, const char *sql, cJSON *doc, struct hm_err *err)
-{
-    sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
-
-    if (rc != SQLITE_OK)
-        return hm_err_set(err, HM_ESQL, NULL, -1, "report summary: %s", sqlite3_errmsg(db));
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-        qry_json_add_column(st, 1, doc, (const char *)sqlite3_column_text(st, 0));
-    sqlite3_finalize(st);
-    return rc == SQLITE_DONE ? 0 : hm_err_set(err, HM_ESQL, NULL, -1, "report summary: %s", sqlite3_errmsg(db));
 }
 
 /* A run whose status still says "running" while its merger process is gone
@@ -172,9 +193,10 @@ static void judge_run_status(sqlite3 *db, cJSON *doc)
         return;
     if (sqlite3_prepare_v2(db, hm_sql_report_merger, -1, &q, NULL) != SQLITE_OK)
         return;
+    HM_COLUMNS_CHECK(q, merger_names);
     if (sqlite3_step(q) == SQLITE_ROW) {
-        const char *h = (const char *)sqlite3_column_text(q, 0);
-        pid = sqlite3_column_int64(q, 1);
+        const char *h = (const char *)sqlite3_column_text(q, MERGER_HOST);
+        pid = sqlite3_column_int64(q, MERGER_PID);
         gethostname(host, sizeof host - 1);
         same_host = h && !strcmp(h, host);
     }
@@ -184,27 +206,59 @@ static void judge_run_status(sqlite3 *db, cJSON *doc)
             doc, "run_status", cJSON_CreateString("incomplete (the merger stopped before finishing)"));
 }
 
+int qry_report_facts(sqlite3 *db, cJSON *doc, struct hm_err *err)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db, hm_sql_report_summary_run, -1, &st, NULL);
+
+    if (rc != SQLITE_OK)
+        return hm_err_set(err, HM_ESQL, NULL, -1, "report summary: %s", sqlite3_errmsg(db));
+    HM_COLUMNS_CHECK(st, fact_names);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+        qry_json_add_column(st, FACT_VALUE, doc, (const char *)sqlite3_column_text(st, FACT_KEY));
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE)
+        return hm_err_set(err, HM_ESQL, NULL, -1, "report summary: %s", sqlite3_errmsg(db));
+    judge_run_status(db, doc);
+    return 0;
+}
+
+/* The number of CUPTI pauses (report_cupti_paused.sql: cheap); *rc is
+ * SQLITE_ROW, or the failing SQLite code (0 pauses then). */
+static int64_t cupti_pauses(sqlite3 *db, int *rc)
+{
+    sqlite3_stmt *st = NULL;
+    int64_t pauses = 0;
+
+    if ((*rc = sqlite3_prepare_v2(db, hm_sql_report_cupti_paused, -1, &st, NULL)) == SQLITE_OK) {
+        HM_COLUMNS_CHECK(st, paused_names);
+        if ((*rc = sqlite3_step(st)) == SQLITE_ROW)
+            pauses = sqlite3_column_int64(st, PAUSED_COUNT);
+    }
+    sqlite3_finalize(st);
+    return pauses;
+}
+
 /* Live capture that paused CUPTI (cupti-range, --cupti-window) left GPU
  * activity for part of the run only: the kernel-based topics then say so
  * as doc.gpu_recording, since their totals are of the recorded time (the
  * analyses leave the pauses out of idle time rather than count them). */
-static int add_recording_note(sqlite3 *db, cJSON *doc, struct hm_err *err)
+int qry_report_recording_note(sqlite3 *db, cJSON *doc, struct hm_err *err)
 {
     sqlite3_stmt *st = NULL;
-    int64_t pauses = 0, paused = 0, span = 0;
+    int64_t paused = 0, span = 0;
     char note[320];
-    int rc = sqlite3_prepare_v2(db, hm_sql_report_cupti_paused, -1, &st, NULL);
+    int rc;
+    int64_t pauses = cupti_pauses(db, &rc);
 
-    if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW)
-        pauses = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    st = NULL;
     if (rc == SQLITE_ROW && pauses > 0 &&
-        (rc = sqlite3_prepare_v2(db, hm_sql_report_cupti_pauses, -1, &st, NULL)) == SQLITE_OK &&
-        (rc = sqlite3_step(st)) == SQLITE_ROW) {
-        pauses = sqlite3_column_int64(st, 0);
-        paused = sqlite3_column_int64(st, 1);
-        span = sqlite3_column_int64(st, 2);
+        (rc = sqlite3_prepare_v2(db, hm_sql_report_cupti_pauses, -1, &st, NULL)) == SQLITE_OK) {
+        HM_COLUMNS_CHECK(st, pauses_names);
+        if ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+            pauses = sqlite3_column_int64(st, PAUSES_COUNT);
+            paused = sqlite3_column_int64(st, PAUSES_NS);
+            span = sqlite3_column_int64(st, PAUSES_SPAN);
+        }
     }
     sqlite3_finalize(st);
     if (rc != SQLITE_ROW && rc != SQLITE_DONE)
@@ -220,33 +274,21 @@ static int add_recording_note(sqlite3 *db, cJSON *doc, struct hm_err *err)
                                                                 : hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
 }
 
-static int counts_gpu_time(const char *topic)
-{
-    static const char *const kernel_topics[] = {"temporal", "overlap", "idle", "kernels", "nvtx"};
-
-    for (size_t i = 0; i < sizeof kernel_topics / sizeof kernel_topics[0]; i++)
-        if (!strcmp(topic, kernel_topics[i]))
-            return 1;
-    return 0;
-}
-
-/* The whole run's straggler verdict as doc.straggler (rank or null) and
- * doc.evidence. */
-static int add_verdict(sqlite3 *db, cJSON *doc, struct hm_err *err)
+int qry_report_verdict(sqlite3 *db, cJSON *doc, struct hm_err *err)
 {
     sqlite3_stmt *st = NULL;
     int rc = sqlite3_prepare_v2(db, hm_sql_report_stragglers_verdict, -1, &st, NULL);
     const unsigned char *ev = NULL;
 
     if (rc != SQLITE_OK)
-        return hm_err_set(err, HM_ESQL, sqlite3_db_filename(db, "main"), -1, "report stragglers: %s",
-                          sqlite3_errmsg(db));
+        return sql_error(db, "stragglers", err);
+    HM_COLUMNS_CHECK(st, verdict_names);
     if (sqlite3_step(st) == SQLITE_ROW) {
-        if (sqlite3_column_type(st, 0) == SQLITE_INTEGER)
-            cJSON_AddNumberToObject(doc, "straggler", (double)sqlite3_column_int64(st, 0));
+        if (sqlite3_column_type(st, VERDICT_RANK) == SQLITE_INTEGER)
+            cJSON_AddNumberToObject(doc, "straggler", (double)sqlite3_column_int64(st, VERDICT_RANK));
         else
             cJSON_AddNullToObject(doc, "straggler");
-        ev = sqlite3_column_text(st, 1);
+        ev = sqlite3_column_text(st, VERDICT_EVIDENCE);
         cJSON_AddStringToObject(doc, "evidence", ev ? (const char *)ev : "");
     } else {
         cJSON_AddNullToObject(doc, "straggler");
@@ -256,74 +298,38 @@ static int add_verdict(sqlite3 *db, cJSON *doc, struct hm_err *err)
     return 0;
 }
 
+/* "--steps applies to the steps, stragglers, collectives and nvtx topics;
+ * the others cover the whole run", the topics named from the table. */
+static int steps_refused(struct hm_err *err)
+{
+    char list[512] = "";
+    size_t at = 0, n = 0, i = 0;
+
+    for (const struct qry_topic *t = qry_topics; t->name; t++)
+        n += (t->flags & QRY_TOPIC_STEPS) != 0;
+    for (const struct qry_topic *t = qry_topics; t->name && at < sizeof list; t++)
+        if (t->flags & QRY_TOPIC_STEPS)
+            at += (size_t)snprintf(list + at, sizeof list - at, "%s%s", i++ == 0 ? "" : i == n ? " and " : ", ",
+                                   t->name);
+    return hm_err_set(err, HM_EINVAL, NULL, -1,
+                      "--steps applies to the %s topics; the others cover the whole run", list);
+}
+
 int qry_report_build(sqlite3 *db, const struct qry_report_opts *o, cJSON **out, struct hm_err *err)
 {
-    cJSON *doc = cJSON_CreateObject();
-    const char *t = o->topic;
+    const struct qry_topic *t = qry_topic_find(o->topic);
+    cJSON *doc;
     int rc;
 
-    if (!doc)
+    if (!t)
+        return hm_err_set(err, HM_EINVAL, NULL, -1, "unknown report topic '%s'", o->topic);
+    if (o->steps && !(t->flags & QRY_TOPIC_STEPS))
+        return steps_refused(err);
+    if (!(doc = cJSON_CreateObject()))
         return hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
-    if (o->steps && strcmp(t, "steps") != 0 && strcmp(t, "stragglers") != 0 &&
-        strcmp(t, "collectives") != 0 && strcmp(t, "nvtx") != 0) {
-        cJSON_Delete(doc);
-        return hm_err_set(err, HM_EINVAL, NULL, -1,
-                          "--steps applies to the steps, stragglers, collectives and nvtx topics; the "
-                          "others cover the whole run");
-    }
-    /* Topics built on kernel times say when CUPTI paused (summary says it
-     * after its facts, below). */
-    if (counts_gpu_time(t) && (rc = add_recording_note(db, doc, err)) != 0) {
-        cJSON_Delete(doc);
-        return rc;
-    }
-    if (!strcmp(t, "summary")) {
-        rc = add_facts(db, hm_sql_report_summary_run, doc, err);
-        if (rc == 0)
-            judge_run_status(db, doc);
-        if (rc == 0)
-            rc = add_verdict(db, doc, err);
-        if (rc == 0)
-            cJSON_AddStringToObject(doc, "definitions", o->all_steps ? "all steps" : "HTA (last step dropped)");
-        if (rc == 0)
-            rc = add_recording_note(db, doc, err);
-        if (rc == 0)
-            rc = add_rows(db, o, hm_sql_report_summary_ranks, doc, "ranks", err);
-        if (rc == 0)
-            rc = add_rows(db, o, hm_sql_report_summary_skipped, doc, "skipped", err);
-    } else if (!strcmp(t, "temporal")) {
-        rc = add_rows(db, o, hm_sql_report_temporal, doc, "ranks", err);
-    } else if (!strcmp(t, "overlap")) {
-        rc = add_rows(db, o, hm_sql_report_overlap, doc, "ranks", err);
-    } else if (!strcmp(t, "idle")) {
-        rc = add_rows(db, o, hm_sql_report_idle, doc, "streams", err);
-    } else if (!strcmp(t, "kernels")) {
-        rc = add_rows(db, o, hm_sql_report_kernel_types, doc, "kernel_types", err);
-        if (rc == 0)
-            rc = add_rows(db, o, hm_sql_report_kernels, doc, "kernels", err);
-    } else if (!strcmp(t, "steps")) {
-        rc = add_rows(db, o, hm_sql_report_steps, doc, "steps", err);
-        if (rc == 0)
-            rc = add_rows(db, o, hm_sql_report_step_breakdown, doc, "breakdown", err);
-    } else if (!strcmp(t, "clocks")) {
-        rc = add_rows(db, o, hm_sql_report_clocks, doc, "ranks", err);
-        if (rc == 0)
-            rc = add_clock_steps(db, doc, err);
-    } else if (!strcmp(t, "stragglers") && o->method && !strcmp(o->method, "hta")) {
-        rc = qry_stragglers_hta(db, o, doc, err);
-    } else if (!strcmp(t, "stragglers")) {
-        rc = add_verdict(db, doc, err);
-        if (rc == 0)
-            rc = add_rows(db, o, hm_sql_report_stragglers_ranks, doc, "ranks", err);
-        if (rc == 0)
-            rc = add_rows(db, o, hm_sql_report_stragglers_steps, doc, "steps", err);
-    } else if (!strcmp(t, "collectives")) {
-        rc = add_rows(db, o, hm_sql_report_collectives, doc, "instances", err);
-    } else if (!strcmp(t, "nvtx")) {
-        rc = add_rows(db, o, hm_sql_report_nvtx, doc, "ranges", err);
-    } else {
-        rc = hm_err_set(err, HM_EINVAL, NULL, -1, "unknown report topic '%s'", t);
-    }
+    rc = t->flags & QRY_TOPIC_GPU_TIME ? qry_report_recording_note(db, doc, err) : 0;
+    if (rc == 0)
+        rc = t->build(db, o, doc, err);
     if (rc != 0) {
         cJSON_Delete(doc);
         return rc;

@@ -1,7 +1,7 @@
 /* Reports: the answers of `htamerge report` and /api/report/{topic}, built
  * as JSON documents from a merged database, and rendered for people
- * (aligned table) or machines (JSON, CSV). One builder per topic; the
- * renderers are generic over "a document of scalars and arrays of flat
+ * (aligned table) or machines (JSON, CSV). One builder per topic, in the
+ * table of topics.h; the renderers are generic over "a document of scalars and arrays of flat
  * objects". */
 #ifndef HM_QUERY_REPORT_H
 #define HM_QUERY_REPORT_H
@@ -17,8 +17,7 @@
 enum qry_format { QRY_FORMAT_TABLE = 0, QRY_FORMAT_JSON, QRY_FORMAT_CSV };
 
 struct qry_report_opts {
-    const char *topic;       /* summary, temporal, overlap, idle, kernels, steps, clocks,
-                                stragglers, collectives, nvtx */
+    const char *topic;       /* a name in topics.h's qry_topics */
     int all_steps;           /* keep the last ProfilerStep (HTA drops it) */
     const int *ranks;        /* only these ranks; NULL = all */
     int nranks;
@@ -28,9 +27,6 @@ struct qry_report_opts {
     const char *method;      /* stragglers: NULL or "scalasca" (default), "hta" */
     int candidates;          /* stragglers --method hta: ranks to name (0 = 2) */
 };
-
-/* Topics known to report, NULL-terminated. */
-extern const char *const qry_report_topics[];
 
 /* Opens a merged database read-only; NULL with err filled on failure
  * (missing file, not an htamerge database, newer schema). */

@@ -24,5 +24,6 @@ pause AS (
     FROM rec r
     WHERE r.value = 0
 )
-SELECT count(*), coalesce(sum(max(p1 - p0, 0)), 0), (SELECT sum(t1 - t0) FROM span)
+SELECT count(*) AS pauses, coalesce(sum(max(p1 - p0, 0)), 0) AS paused_ns,
+       (SELECT sum(t1 - t0) FROM span) AS span_ns
 FROM pause;

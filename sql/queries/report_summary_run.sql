@@ -1,5 +1,6 @@
--- report summary: run facts as key/value rows.
-SELECT 'ranks', count(*) FROM ranks
+-- report summary: run facts as key/value rows. The count of ranks is
+-- rank_count: "ranks" is the summary's per-rank array.
+SELECT 'rank_count' AS key, count(*) AS value FROM ranks
 UNION ALL SELECT 'world_size', max(world_size) FROM ranks
 UNION ALL SELECT 'files', count(*) FROM files
 UNION ALL SELECT 'slices', count(*) FROM slices

@@ -47,7 +47,7 @@ start_server main "$T/tf.db" || exit 1
 
 # ---- endpoints and shapes ----
 expect 200 "run" /api/run
-json 'd["ranks"] == 2 and isinstance(d["origin_ns"], str) and d["span_ns"] > 0 and d["live"] is False and len(d["per_rank"]) == 2'
+json 'd["rank_count"] == 2 and isinstance(d["origin_ns"], str) and d["span_ns"] > 0 and d["live"] is False and len(d["ranks"]) == 2'
 expect 200 "ranks" /api/ranks
 json 'len(d["ranks"]) == 2 and all(len(r["tracks"]) > 0 for r in d["ranks"]) and len(d["categories"]) > 0'
 for topic in temporal overlap idle kernels steps clocks summary; do

@@ -19,6 +19,7 @@ async function call(path, init = {}) {
 export const api = {
   run: () => call('/api/run'),
   ranks: () => call('/api/ranks'),
+  topics: () => call('/api/topics'),
   report: (topic, params = {}) => call(`/api/report/${encodeURIComponent(topic)}?${new URLSearchParams(params)}`),
   timeline: (params) => call(`/api/timeline?${new URLSearchParams(params)}`),
   slice: (id) => call(`/api/slice/${id}`),

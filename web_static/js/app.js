@@ -4,11 +4,15 @@ import { api, ApiError } from './api.js';
 import { el, num, us, dur } from './fmt.js';
 import { renderOverview } from './overview.js';
 import { Timeline } from './timeline.js';
-import { sortableTable } from './tables.js';
+import { sortableTable, autoColumns } from './tables.js';
 import { setupSql } from './sql.js';
 
 const LIVE_POLL_MS = 2000;
-const state = { run: null, straggler: null, version: null, watched: false, serverStopped: false };
+const state = { run: null, straggler: null, version: null, watched: false, serverStopped: false,
+                topics: null };
+// The report topics this page draws in its own way; every topic the server
+// lists (/api/topics) can also be shown as it is under "Report".
+const DRAWN = ['stragglers', 'temporal', 'overlap', 'idle', 'collectives'];
 
 function showError(e) {
   const b = document.getElementById('banner');
@@ -65,18 +69,53 @@ function renderTables(d, timeline) {
     { key: 'host_wait_ratio', label: 'host wait share' }], { rowClass: mark, sortKey: 'host_wait_us', sortDir: -1 });
 }
 
+// A report document as it is: its scalars, then a table per array.
+function renderReport(doc) {
+  const box = document.getElementById('t-report');
+  while (box.firstChild) box.removeChild(box.firstChild);
+  const facts = Object.entries(doc).filter(([, v]) => !Array.isArray(v));
+  if (facts.length) {
+    box.append(el('table', { class: 'facts' }, ...facts.map(([k, v]) =>
+      el('tr', {}, el('td', { text: k }), el('td', { text: v == null ? '' : String(v) })))));
+  }
+  for (const [k, rows] of Object.entries(doc).filter(([, v]) => Array.isArray(v))) {
+    const t = el('div');
+    box.append(el('h3', { text: k }), t);
+    sortableTable(t, rows, autoColumns(rows));
+  }
+}
+
+async function showReport() {
+  const name = document.getElementById('report-topic').value;
+  const topic = state.topics.find((t) => t.name === name);
+  document.getElementById('report-help').textContent = topic ? topic.help : '';
+  if (topic) renderReport(await api.report(name));
+}
+
+// The topic picker, filled once from the server's list.
+function setupReports(topics) {
+  const sel = document.getElementById('report-topic');
+  if (state.topics) return;
+  state.topics = topics;
+  for (const t of topics) sel.append(el('option', { value: t.name, text: t.name }));
+  sel.addEventListener('change', () => showReport().catch(showError));
+  showReport().catch(showError);
+}
+
 async function loadAll(timeline) {
-  const [run, ranks, stragglers, temporal, overlap, idle, collectives] = await Promise.all([
-    api.run(), api.ranks(), optional(api.report('stragglers')), optional(api.report('temporal')),
-    optional(api.report('overlap')), optional(api.report('idle')), optional(api.report('collectives'))]);
+  const [run, ranks, topics] = await Promise.all([api.run(), api.ranks(), api.topics()]);
+  const offered = new Set(topics.topics.map((t) => t.name));
+  const docs = await Promise.all(DRAWN.map((t) => (offered.has(t) ? optional(api.report(t)) : null)));
+  const d = { run };
+  DRAWN.forEach((t, i) => { d[t] = docs[i]; });
   state.run = run;
   state.version = run.version;
-  state.straggler = stragglers ? stragglers.straggler : null;
-  const d = { run, stragglers, temporal, overlap, idle, collectives };
+  state.straggler = d.stragglers ? d.stragglers.straggler : null;
   renderStatus(run);
   renderOverview(d);
   renderTables(d, timeline);
   timeline.setRun(run, ranks, state.straggler);
+  setupReports(topics.topics);
   document.body.dataset.ready = '1';
 }
 

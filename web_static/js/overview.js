@@ -3,7 +3,7 @@
 import { el, clear, num, us } from './fmt.js';
 
 const FACTS = [
-  ['file', 'file'], ['run_status', 'status'], ['ranks', 'ranks'], ['world_size', 'world size'],
+  ['file', 'file'], ['run_status', 'status'], ['rank_count', 'ranks'], ['world_size', 'world size'],
   ['slices', 'slices'], ['collectives', 'collectives'], ['span_ns', 'span'], ['created_by', 'created by'],
   ['created_at', 'created at'], ['definitions', 'definitions'], ['incomplete_ranks', 'incomplete ranks'],
   ['failed_programs', 'failed programs'], ['skipped_events', 'skipped events'],

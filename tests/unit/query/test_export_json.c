@@ -11,7 +11,7 @@
 #include "test.h"
 
 /* The buffer as a NUL-terminated string (static, overwritten each call). */
-static const char *text(struct qry_jbuf *b)
+static const char *text(struct qry_buf *b)
 {
     static char out[65536];
     size_t n = b->n < sizeof out - 1 ? b->n : sizeof out - 1;
@@ -22,7 +22,7 @@ static const char *text(struct qry_jbuf *b)
 
 static void test_numbers(void)
 {
-    struct qry_jbuf b = {0};
+    struct qry_buf b = {0};
     static const struct {
         int64_t ns;
         const char *us;
@@ -37,9 +37,9 @@ static void test_numbers(void)
     }
     b.n = 0;
     qry_jbuf_i64(&b, INT64_MIN);
-    qry_jbuf_puts(&b, " ");
+    qry_buf_puts(&b, " ");
     qry_jbuf_i64(&b, 0);
-    qry_jbuf_puts(&b, " ");
+    qry_buf_puts(&b, " ");
     qry_jbuf_i64(&b, 42);
     CHECK_STR(text(&b), "-9223372036854775808 0 42");
     free(b.p);
@@ -47,7 +47,7 @@ static void test_numbers(void)
 
 static void test_strings(void)
 {
-    struct qry_jbuf b = {0};
+    struct qry_buf b = {0};
     char all[256];
     cJSON *doc;
 
@@ -85,12 +85,12 @@ static const char *copy(const char *in)
 {
     static const char *const written[] = {"rank", "correlation", NULL};
     static char out[4096];
-    struct qry_jbuf b = {0}, dec = {0};
+    struct qry_buf b = {0}, dec = {0};
     bool ok;
 
-    qry_jbuf_puts(&b, "{\"rank\":0");
+    qry_buf_puts(&b, "{\"rank\":0");
     ok = qry_jbuf_copy_members(in, strlen(in), written, &b, &dec);
-    qry_jbuf_puts(&b, "}");
+    qry_buf_puts(&b, "}");
     snprintf(out, sizeof out, "%.*s", (int)b.n, b.p);
     free(b.p);
     free(dec.p);

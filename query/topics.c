@@ -1,0 +1,183 @@
+/* The report topics (topics.h): the table, and each topic's builder, which
+ * names the queries the topic runs and the arrays its document holds. The
+ * shapes are the contract of ARCHITECTURE.md ("report --format json"). */
+#include "topics.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "hm_sql.h"
+#include "report_int.h"
+#include "straggler_hta.h"
+
+/* Run facts, the verdict, the definitions used, then the per-rank numbers
+ * and the skipped events. */
+static int build_summary(sqlite3 *db, const struct qry_report_opts *o, cJSON *doc, struct hm_err *err)
+{
+    int rc = qry_report_facts(db, doc, err);
+
+    if (rc == 0)
+        rc = qry_report_verdict(db, doc, err);
+    if (rc == 0 && !cJSON_AddStringToObject(doc, "definitions",
+                                            o->all_steps ? "all steps" : "HTA (last step dropped)"))
+        rc = hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
+    if (rc == 0)   /* after the facts: summary is not a QRY_TOPIC_GPU_TIME topic */
+        rc = qry_report_recording_note(db, doc, err);
+    if (rc == 0)
+        rc = qry_report_rows(db, o, hm_sql_report_summary_ranks, doc, "ranks", err);
+    if (rc == 0)
+        rc = qry_report_rows(db, o, hm_sql_report_summary_skipped, doc, "skipped", err);
+    return rc;
+}
+
+static int build_temporal(sqlite3 *db, const struct qry_report_opts *o, cJSON *doc, struct hm_err *err)
+{
+    return qry_report_rows(db, o, hm_sql_report_temporal, doc, "ranks", err);
+}
+
+static int build_overlap(sqlite3 *db, const struct qry_report_opts *o, cJSON *doc, struct hm_err *err)
+{
+    return qry_report_rows(db, o, hm_sql_report_overlap, doc, "ranks", err);
+}
+
+static int build_idle(sqlite3 *db, const struct qry_report_opts *o, cJSON *doc, struct hm_err *err)
+{
+    return qry_report_rows(db, o, hm_sql_report_idle, doc, "streams", err);
+}
+
+static int build_kernels(sqlite3 *db, const struct qry_report_opts *o, cJSON *doc, struct hm_err *err)
+{
+    int rc = qry_report_rows(db, o, hm_sql_report_kernel_types, doc, "kernel_types", err);
+    return rc ? rc : qry_report_rows(db, o, hm_sql_report_kernels, doc, "kernels", err);
+}
+
+static int build_steps(sqlite3 *db, const struct qry_report_opts *o, cJSON *doc, struct hm_err *err)
+{
+    int rc = qry_report_rows(db, o, hm_sql_report_steps, doc, "steps", err);
+    return rc ? rc : qry_report_rows(db, o, hm_sql_report_step_breakdown, doc, "breakdown", err);
+}
+
+static int build_clocks(sqlite3 *db, const struct qry_report_opts *o, cJSON *doc, struct hm_err *err)
+{
+    int rc = qry_report_rows(db, o, hm_sql_report_clocks, doc, "ranks", err);
+    return rc ? rc : qry_report_clock_steps(db, doc, err);
+}
+
+/* The cross-rank verdict (merger/stragglers.c), or HTA's method. */
+static int build_stragglers(sqlite3 *db, const struct qry_report_opts *o, cJSON *doc, struct hm_err *err)
+{
+    int rc;
+
+    if (o->method && !strcmp(o->method, "hta"))
+        return qry_stragglers_hta(db, o, doc, err);
+    rc = qry_report_verdict(db, doc, err);
+    if (rc == 0)
+        rc = qry_report_rows(db, o, hm_sql_report_stragglers_ranks, doc, "ranks", err);
+    if (rc == 0)
+        rc = qry_report_rows(db, o, hm_sql_report_stragglers_steps, doc, "steps", err);
+    return rc;
+}
+
+static int build_collectives(sqlite3 *db, const struct qry_report_opts *o, cJSON *doc, struct hm_err *err)
+{
+    return qry_report_rows(db, o, hm_sql_report_collectives, doc, "instances", err);
+}
+
+static int build_nvtx(sqlite3 *db, const struct qry_report_opts *o, cJSON *doc, struct hm_err *err)
+{
+    return qry_report_rows(db, o, hm_sql_report_nvtx, doc, "ranges", err);
+}
+
+const struct qry_topic qry_topics[] = {
+    {"summary", "run facts, per-rank headline numbers, skipped events (default)", 0, build_summary},
+    {"temporal", "GPU time per rank: idle / compute / non-compute, as HTA computes it", QRY_TOPIC_GPU_TIME,
+     build_temporal},
+    {"overlap", "share of communication time overlapped by computation, per rank", QRY_TOPIC_GPU_TIME,
+     build_overlap},
+    {"idle", "GPU idle time per stream: host wait / kernel wait / other", QRY_TOPIC_GPU_TIME, build_idle},
+    {"kernels", "time per kernel type (HTA's kernel breakdown) and top kernels per rank", QRY_TOPIC_GPU_TIME,
+     build_kernels},
+    {"steps",
+     "ProfilerStep iterations per rank, and each step broken down into\n"
+     "            forward / backward / optimizer / compute / exposed communication / other",
+     QRY_TOPIC_STEPS, build_steps},
+    {"clocks",
+     "clock offset, drift, method and uncertainty per rank, checked against\n"
+     "            the collectives (exit lag, scatter, clock condition violations)",
+     0, build_clocks},
+    {"stragglers",
+     "the rank that holds the others back (or null) with evidence; per rank\n"
+     "            late count, late fraction, blame (wait caused) and wait; per step",
+     QRY_TOPIC_STEPS, build_stragglers},
+    {"collectives", "collectives matched across ranks: key, step, skew, late rank, wait", QRY_TOPIC_STEPS,
+     build_collectives},
+    {"nvtx",
+     "record_function / NVTX ranges stitched across ranks: skew, late rank,\n"
+     "            GPU time of the work launched inside",
+     QRY_TOPIC_STEPS | QRY_TOPIC_GPU_TIME, build_nvtx},
+    {NULL, NULL, 0, NULL},
+};
+
+const struct qry_topic *qry_topic_find(const char *name)
+{
+    for (const struct qry_topic *t = qry_topics; name && t->name; t++)
+        if (!strcmp(t->name, name))
+            return t;
+    return NULL;
+}
+
+void qry_topics_help(FILE *out)
+{
+    for (const struct qry_topic *t = qry_topics; t->name; t++)
+        fprintf(out, "  %-8s  %s\n", t->name, t->help);
+}
+
+/* help as one line: each line break and the indent after it become one space. */
+static char *one_line(const char *help)
+{
+    char *s = strdup(help), *w = s;
+
+    for (const char *r = help; s && *r; r++) {
+        if (*r == '\n') {
+            while (r[1] == ' ')
+                r++;
+            *w++ = ' ';
+        } else {
+            *w++ = *r;
+        }
+    }
+    if (s)
+        *w = '\0';
+    return s;
+}
+
+static cJSON *topic_json(const struct qry_topic *t)
+{
+    cJSON *o = cJSON_CreateObject();
+    char *help = one_line(t->help);
+
+    if (!o || !help || !cJSON_AddStringToObject(o, "name", t->name) || !cJSON_AddStringToObject(o, "help", help) ||
+        !cJSON_AddBoolToObject(o, "steps", (t->flags & QRY_TOPIC_STEPS) != 0)) {
+        cJSON_Delete(o);
+        o = NULL;
+    }
+    free(help);
+    return o;
+}
+
+cJSON *qry_topics_json(void)
+{
+    cJSON *doc = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(doc, "topics"), *o;
+
+    for (const struct qry_topic *t = qry_topics; arr && t->name; t++) {
+        if (!(o = topic_json(t)) || !cJSON_AddItemToArray(arr, o)) {
+            cJSON_Delete(o);
+            arr = NULL;
+        }
+    }
+    if (!arr) {
+        cJSON_Delete(doc);
+        return NULL;
+    }
+    return doc;
+}
