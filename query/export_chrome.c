@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/vec.h"
 #include "export_json.h"
 #include "hm_sql.h"
 
@@ -51,7 +52,8 @@ struct xproc {
 /* One nesting lane of a track: the ends of the open slices, innermost last. */
 struct lane {
     int64_t *ends;    /* owned */
-    int n, cap;
+    int n;
+    size_t cap;
     int64_t tid;
 };
 
@@ -66,6 +68,7 @@ struct xtrack {
     bool wanted;
     struct lane *lanes;     /* owned; filled while the track's slices are written */
     int nlanes;
+    size_t lanes_cap;
 };
 
 /* Slices put on an overlap lane: slice id -> tid (open addressing). */
@@ -94,6 +97,7 @@ struct xctx {
     int nhosts;
     struct xproc *procs;                /* owned, sorted by (rank, gpu, device); pid = index + 1 */
     int nprocs;
+    size_t procs_cap;
     struct xtrack *tracks;              /* owned, in export order */
     int ntracks;
     int *by_id;                         /* owned: track indexes sorted by track id */
@@ -247,17 +251,14 @@ static void put_ts(struct xctx *x, int64_t ns)
 static int load_hosts(struct xctx *x)
 {
     sqlite3_stmt *st = NULL;
-    int rc, cap = 0;
+    size_t cap = 0;
+    int rc;
 
     if (sqlite3_prepare_v2(x->db, hm_sql_export_ranks, -1, &st, NULL) != SQLITE_OK)
         return sql_fail(x, "reading ranks");
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (x->nhosts == cap) {
-            struct rank_host *n = realloc(x->hosts, (size_t)(cap = cap ? cap * 2 : 16) * sizeof *n);
-            if (!n)
-                break;
-            x->hosts = n;
-        }
+        if (hm_vec_reserve((void **)&x->hosts, &cap, (size_t)x->nhosts + 1, sizeof *x->hosts) != 0)
+            break;
         x->hosts[x->nhosts].rank = sqlite3_column_int(st, 0);
         x->hosts[x->nhosts++].host = dup_text(st, 1);
     }
@@ -281,27 +282,22 @@ static int proc_cmp(const void *a, const void *b)
  * -1 when absent (or out of memory while adding). */
 static int proc_find(struct xctx *x, int rank, bool gpu, int64_t device, bool add)
 {
-    struct xproc key = {rank, gpu, gpu ? device : -1, false}, *n;
+    struct xproc key = {rank, gpu, gpu ? device : -1, false};
     for (int i = 0; i < x->nprocs; i++)
         if (!proc_cmp(&x->procs[i], &key))
             return i;
-    if (!add || !(n = realloc(x->procs, (size_t)(x->nprocs + 1) * sizeof *n)))
+    if (!add || hm_vec_reserve((void **)&x->procs, &x->procs_cap, (size_t)x->nprocs + 1, sizeof *x->procs) != 0)
         return -1;
-    x->procs = n;
     key.wanted = rank_wanted(x->o, rank);
     x->procs[x->nprocs] = key;
     return x->nprocs++;
 }
 
-static int add_track(struct xctx *x, sqlite3_stmt *st, int *cap)
+static int add_track(struct xctx *x, sqlite3_stmt *st, size_t *cap)
 {
     struct xtrack *t;
-    if (x->ntracks == *cap) {
-        struct xtrack *n = realloc(x->tracks, (size_t)(*cap = *cap ? *cap * 2 : 64) * sizeof *n);
-        if (!n)
-            return HM_ENOMEM;
-        x->tracks = n;
-    }
+    if (hm_vec_reserve((void **)&x->tracks, cap, (size_t)x->ntracks + 1, sizeof *x->tracks) != 0)
+        return HM_ENOMEM;
     t = &x->tracks[x->ntracks];
     memset(t, 0, sizeof *t);
     t->id = sqlite3_column_int64(st, 0);
@@ -330,7 +326,8 @@ static int by_id_cmp(const void *a, const void *b, void *arg)
 static int load_tracks(struct xctx *x)
 {
     sqlite3_stmt *st = NULL;
-    int rc, cap = 0;
+    size_t cap = 0;
+    int rc;
 
     if (sqlite3_prepare_v2(x->db, hm_sql_export_tracks, -1, &st, NULL) != SQLITE_OK)
         return sql_fail(x, "reading tracks");
@@ -566,10 +563,10 @@ static int lane_place(struct xctx *x, int ti, int64_t ts, int64_t end)
     for (i = 0; i < t->nlanes && !lane_fits(&t->lanes[i], ts, end); i++)
         ;
     if (i == t->nlanes) {
-        struct lane *n = realloc(t->lanes, (size_t)(i + 1) * sizeof *n);
-        if (!n)
+        struct lane *n;
+        if (hm_vec_reserve((void **)&t->lanes, &t->lanes_cap, (size_t)i + 1, sizeof *t->lanes) != 0)
             return oom(x);
-        t->lanes = n;
+        n = t->lanes;
         memset(&n[i], 0, sizeof n[i]);
         n[i].tid = i == 0 ? t->tid : x->next_tid++;
         t->nlanes++;
@@ -577,12 +574,8 @@ static int lane_place(struct xctx *x, int ti, int64_t ts, int64_t end)
             return x->err->code;
     }
     l = &t->lanes[i];
-    if (l->n == l->cap) {
-        int64_t *n = realloc(l->ends, (size_t)(l->cap = l->cap ? l->cap * 2 : 16) * sizeof *n);
-        if (!n)
-            return oom(x);
-        l->ends = n;
-    }
+    if (hm_vec_reserve((void **)&l->ends, &l->cap, (size_t)l->n + 1, sizeof *l->ends) != 0)
+        return oom(x);
     l->ends[l->n++] = end;
     return i;
 }
@@ -689,6 +682,7 @@ static void track_lanes_free(struct xtrack *t)
     free(t->lanes);
     t->lanes = NULL;
     t->nlanes = 0;
+    t->lanes_cap = 0;
 }
 
 /* Streams one track's slices (sqlite3_step: one row in memory at a time). */
@@ -860,7 +854,8 @@ struct instance {
     int64_t id;
     char *op;                 /* owned; NULL if unknown */
     struct flow_end *m;       /* owned */
-    int n, cap;
+    int n;
+    size_t cap;
 };
 
 static int instance_flush(struct xctx *x, struct instance *in)
@@ -890,12 +885,8 @@ static int instance_add(struct xctx *x, struct instance *in, sqlite3_stmt *st)
         return oom(x);
     if (!flow_end_get(x, st, 5, &e))
         return 0;
-    if (in->n == in->cap) {
-        struct flow_end *n = realloc(in->m, (size_t)(in->cap = in->cap ? in->cap * 2 : 16) * sizeof *n);
-        if (!n)
-            return oom(x);
-        in->m = n;
-    }
+    if (hm_vec_reserve((void **)&in->m, &in->cap, (size_t)in->n + 1, sizeof *in->m) != 0)
+        return oom(x);
     in->m[in->n++] = e;
     return 0;
 }

@@ -37,6 +37,7 @@
  *
  * Not here: HTTP (api.c), the run's other facts (report.c, verdict.c). */
 #include "query_int.h"
+#include "common/vec.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -157,13 +158,9 @@ static int load_tracks(struct qry_lod *l, struct hm_err *err)
     int rc = sqlite3_prepare_v2(l->db, hm_sql_timeline_tracks, -1, &st, NULL);
 
     while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (l->ntracks == cap) {
-            struct lod_track *t = realloc(l->tracks, (cap = cap ? 2 * cap : 64) * sizeof *t);
-            if (!t) {
-                sqlite3_finalize(st);
-                return hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
-            }
-            l->tracks = t;
+        if (hm_vec_reserve((void **)&l->tracks, &cap, l->ntracks + 1, sizeof *l->tracks) != 0) {
+            sqlite3_finalize(st);
+            return hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
         }
         memset(&l->tracks[l->ntracks], 0, sizeof *l->tracks);
         l->tracks[l->ntracks].id = sqlite3_column_int64(st, 0);
@@ -289,15 +286,9 @@ static int scan_track(struct qry_lod *l, int64_t track, struct scan *s, struct h
     sqlite3_bind_int64(st, 1, track);
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         struct lod_slice *v;
-        if (s->n == s->cap) {
-            size_t cap = s->cap ? 2 * s->cap : 1024;
-            struct lod_slice *a = realloc(s->v, cap * sizeof *a);
-            if (!a) {
-                sqlite3_reset(st);
-                return hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
-            }
-            s->v = a;
-            s->cap = cap;
+        if (hm_vec_reserve((void **)&s->v, &s->cap, s->n + 1, sizeof *s->v) != 0) {
+            sqlite3_reset(st);
+            return hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
         }
         v = &s->v[s->n++];
         v->ts = sqlite3_column_int64(st, 0);
@@ -375,24 +366,17 @@ static void pyramid_fill(struct lod_track *t, const struct scan *s)
 static int colls_load(struct qry_lod *l, struct hm_err *err)
 {
     sqlite3_stmt *st = NULL;
-    size_t cap = 0;
+    size_t cap_slice = 0, cap_id = 0;
     int rc;
 
     if (l->colls_loaded)
         return 0;
     rc = sqlite3_prepare_v2(l->db, hm_sql_timeline_colls, -1, &st, NULL);
     while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (l->ncoll == cap) {
-            size_t ncap = cap ? 2 * cap : 1024;
-            int64_t *a = realloc(l->coll_slice, ncap * sizeof *a), *b = a ? realloc(l->coll_id, ncap * sizeof *b) : NULL;
-            if (a)
-                l->coll_slice = a;
-            if (!b) {
-                sqlite3_finalize(st);
-                return hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
-            }
-            l->coll_id = b;
-            cap = ncap;
+        if (hm_vec_reserve((void **)&l->coll_slice, &cap_slice, l->ncoll + 1, sizeof *l->coll_slice) != 0 ||
+            hm_vec_reserve((void **)&l->coll_id, &cap_id, l->ncoll + 1, sizeof *l->coll_id) != 0) {
+            sqlite3_finalize(st);
+            return hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
         }
         l->coll_slice[l->ncoll] = sqlite3_column_int64(st, 0);
         l->coll_id[l->ncoll++] = sqlite3_column_int64(st, 1);
@@ -607,14 +591,8 @@ static void emit(struct lod_req *q, const struct lod_row *r, bool *first)
 
 static int rows_push(struct lod_req *q, const struct lod_row *r)
 {
-    if (q->nrows == q->caprows) {
-        size_t cap = q->caprows ? 2 * q->caprows : 4096;
-        struct lod_row *p = realloc(q->rows, cap * sizeof *p);
-        if (!p)
-            return HM_ENOMEM;
-        q->rows = p;
-        q->caprows = cap;
-    }
+    if (hm_vec_reserve((void **)&q->rows, &q->caprows, q->nrows + 1, sizeof *q->rows) != 0)
+        return HM_ENOMEM;
     q->rows[q->nrows++] = *r;
     return 0;
 }
@@ -993,12 +971,8 @@ static int nvtx_group(struct qry_lod *l, struct hm_err *err)
     for (size_t i = 0; i < l->nnv; i++) {
         struct lod_nvtx *r = &l->nv[i];
         if (i == 0 || r->rank != r[-1].rank || r->depth != r[-1].depth) {
-            if (l->nnvg == cap) {
-                struct lod_nvgroup *g = realloc(l->nvg, (cap = cap ? 2 * cap : 64) * sizeof *g);
-                if (!g)
-                    return hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
-                l->nvg = g;
-            }
+            if (hm_vec_reserve((void **)&l->nvg, &cap, l->nnvg + 1, sizeof *l->nvg) != 0)
+                return hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
             l->nvg[l->nnvg++] = (struct lod_nvgroup){r->rank, r->depth, i, 0};
             maxend = INT64_MIN;
         }
@@ -1026,13 +1000,9 @@ static int nvtx_load(struct qry_lod *l, struct hm_err *err)
     }
     rc = sqlite3_prepare_v2(l->db, hm_sql_timeline_nvtx, -1, &st, NULL);
     while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (l->nnv == cap) {
-            struct lod_nvtx *p = realloc(l->nv, (cap = cap ? 2 * cap : 1024) * sizeof *p);
-            if (!p) {
-                sqlite3_finalize(st);
-                return hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
-            }
-            l->nv = p;
+        if (hm_vec_reserve((void **)&l->nv, &cap, l->nnv + 1, sizeof *l->nv) != 0) {
+            sqlite3_finalize(st);
+            return hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
         }
         l->nv[l->nnv++] = (struct lod_nvtx){
             .rank = sqlite3_column_int(st, 0),
