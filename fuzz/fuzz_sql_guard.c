@@ -24,6 +24,11 @@
 #include "fuzz_util.h"
 #include "query/report.h"
 #include "query/sql_guard.h"
+#include "store/columns.h"
+
+#define TEMPS_COLUMNS(X) X(TEMPS_VALUE, "n")
+enum { TEMPS_COLUMNS(HM_COLUMN_ENUM) TEMPS__COUNT };
+static const char *const temps_names[] = {TEMPS_COLUMNS(HM_COLUMN_NAME)};
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -132,9 +137,10 @@ static void check_unchanged(void)
     if (++g.runs % 256 != 0)
         return;
     FUZZ_ASSERT(file_crc(g.path) == g.crc);
-    FUZZ_ASSERT(sqlite3_prepare_v2(g.rw, "SELECT count(*) FROM temp.sqlite_master", -1, &q,
+    FUZZ_ASSERT(sqlite3_prepare_v2(g.rw, "SELECT count(*) AS n FROM temp.sqlite_master", -1, &q,
                                    NULL) == SQLITE_OK);
-    FUZZ_ASSERT(sqlite3_step(q) == SQLITE_ROW && sqlite3_column_int(q, 0) == 0);
+    HM_COLUMNS_CHECK(q, temps_names);
+    FUZZ_ASSERT(sqlite3_step(q) == SQLITE_ROW && sqlite3_column_int(q, TEMPS_VALUE) == 0);
     sqlite3_finalize(q);
 }
 

@@ -21,7 +21,7 @@
 #define API_PX_DEFAULT 1000
 
 /* The columns read by position (store/columns.h). */
-#define NVTX_HAS_COLUMNS(X) X(NVTX_HAS_TABLES, "tables")
+#define NVTX_HAS_COLUMNS(X) X(NVTX_HAS_TABLES, "n")
 #define FIND_COLUMNS(X) X(FIND_ID, "id")
 enum { NVTX_HAS_COLUMNS(HM_COLUMN_ENUM) };
 enum { FIND_COLUMNS(HM_COLUMN_ENUM) };

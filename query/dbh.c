@@ -12,15 +12,21 @@
 
 #include "report.h"
 #include "common/monotime.h"
+#include "store/columns.h"
+
+#define VERSION_COLUMNS(X) X(VERSION_VALUE, "data_version")
+enum { VERSION_COLUMNS(HM_COLUMN_ENUM) VERSION__COUNT };
+static const char *const version_names[] = {VERSION_COLUMNS(HM_COLUMN_NAME)};
 
 static int64_t data_version(sqlite3 *db)
 {
     sqlite3_stmt *st = NULL;
     int64_t v = -1;
 
-    if (sqlite3_prepare_v2(db, "PRAGMA data_version", -1, &st, NULL) == SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_ROW)
-        v = sqlite3_column_int64(st, 0);
+    if (sqlite3_prepare_v2(db, "PRAGMA data_version", -1, &st, NULL) == SQLITE_OK)
+        HM_COLUMNS_CHECK(st, version_names);
+    if (st && sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_int64(st, VERSION_VALUE);
     sqlite3_finalize(st);
     return v;
 }

@@ -35,8 +35,53 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/vec.h"
+#include "store/columns.h"
 #include "export_json.h"
 #include "hm_sql.h"
+
+/* ---- the columns of the export's queries (sql/queries/export_*.sql) ---- */
+
+#define RANK_COLUMNS(X) X(RK_RANK, "rank") X(RK_HOST, "host")
+#define TRACK_COLUMNS(X) \
+    X(TK_ID, "id") X(TK_RANK, "rank") X(TK_KIND, "kind") X(TK_PID, "pid") X(TK_TID, "tid") X(TK_NAME, "name")
+#define DEVICE_COLUMNS(X) X(DV_RANK, "rank") X(DV_DEVICE, "device")
+#define STEP_COLUMNS(X) X(SP_RANK, "rank") X(SP_NUMBER, "number") X(SP_TS, "ts") X(SP_DUR, "dur")
+#define ORIGIN_COLUMNS(X) X(OR_ORIGIN, "origin")
+#define SLICE_COLUMNS(X)                                                                               \
+    X(SL_ID, "id") X(SL_TS, "ts") X(SL_DUR, "dur") X(SL_NAME, "name") X(SL_CAT, "cat")                 \
+    X(SL_CAT_NAME, "cat_name") X(SL_DEPTH, "depth") X(SL_CORRELATION, "correlation")                   \
+    X(SL_EXTERNAL_ID, "external_id") X(SL_BYTES, "bytes") X(SL_ITERATION, "iteration") X(SL_ARGS, "args")
+#define COUNTER_COLUMNS(X) \
+    X(CN_RANK, "rank") X(CN_DEVICE, "device") X(CN_NAME, "name") X(CN_TS, "ts") X(CN_VALUE, "value")
+/* Launch flows and collective members hold flow ends: four columns each,
+ * slice id, ts, dur, track, read by flow_end_get from the first. */
+#define LAUNCH_COLUMNS(X)                                                                              \
+    X(LF_GPU_ID, "gpu_id") X(LF_GPU_TS, "gpu_ts") X(LF_GPU_DUR, "gpu_dur") X(LF_GPU_TRACK, "gpu_track") \
+    X(LF_CPU_ID, "cpu_id") X(LF_CPU_TS, "cpu_ts") X(LF_CPU_DUR, "cpu_dur") X(LF_CPU_TRACK, "cpu_track") \
+    X(LF_CORRELATION, "correlation")
+#define MEMBER_COLUMNS(X)                                                                              \
+    X(CM_INSTANCE, "instance") X(CM_OP, "op") X(CM_PG, "pg") X(CM_SEQ, "seq") X(CM_RANK, "rank")       \
+    X(CM_SLICE, "slice") X(CM_TS, "ts") X(CM_DUR, "dur") X(CM_TRACK, "track")
+
+enum { RANK_COLUMNS(HM_COLUMN_ENUM) RK__COUNT };
+enum { TRACK_COLUMNS(HM_COLUMN_ENUM) TK__COUNT };
+enum { DEVICE_COLUMNS(HM_COLUMN_ENUM) DV__COUNT };
+enum { STEP_COLUMNS(HM_COLUMN_ENUM) SP__COUNT };
+enum { ORIGIN_COLUMNS(HM_COLUMN_ENUM) OR__COUNT };
+enum { SLICE_COLUMNS(HM_COLUMN_ENUM) SL__COUNT };
+enum { COUNTER_COLUMNS(HM_COLUMN_ENUM) CN__COUNT };
+enum { LAUNCH_COLUMNS(HM_COLUMN_ENUM) LF__COUNT };
+enum { MEMBER_COLUMNS(HM_COLUMN_ENUM) CM__COUNT };
+static const char *const rank_names[] = {RANK_COLUMNS(HM_COLUMN_NAME)};
+static const char *const track_names[] = {TRACK_COLUMNS(HM_COLUMN_NAME)};
+static const char *const device_names[] = {DEVICE_COLUMNS(HM_COLUMN_NAME)};
+static const char *const step_names[] = {STEP_COLUMNS(HM_COLUMN_NAME)};
+static const char *const origin_names[] = {ORIGIN_COLUMNS(HM_COLUMN_NAME)};
+static const char *const slice_names[] = {SLICE_COLUMNS(HM_COLUMN_NAME)};
+static const char *const counter_names[] = {COUNTER_COLUMNS(HM_COLUMN_NAME)};
+static const char *const launch_names[] = {LAUNCH_COLUMNS(HM_COLUMN_NAME)};
+static const char *const member_names[] = {MEMBER_COLUMNS(HM_COLUMN_NAME)};
 
 /* ---- the export's state ---- */
 
@@ -51,7 +96,8 @@ struct xproc {
 /* One nesting lane of a track: the ends of the open slices, innermost last. */
 struct lane {
     int64_t *ends;    /* owned */
-    int n, cap;
+    int n;
+    size_t cap;
     int64_t tid;
 };
 
@@ -66,6 +112,7 @@ struct xtrack {
     bool wanted;
     struct lane *lanes;     /* owned; filled while the track's slices are written */
     int nlanes;
+    size_t lanes_cap;
 };
 
 /* Slices put on an overlap lane: slice id -> tid (open addressing). */
@@ -94,6 +141,7 @@ struct xctx {
     int nhosts;
     struct xproc *procs;                /* owned, sorted by (rank, gpu, device); pid = index + 1 */
     int nprocs;
+    size_t procs_cap;
     struct xtrack *tracks;              /* owned, in export order */
     int ntracks;
     int *by_id;                         /* owned: track indexes sorted by track id */
@@ -247,19 +295,17 @@ static void put_ts(struct xctx *x, int64_t ns)
 static int load_hosts(struct xctx *x)
 {
     sqlite3_stmt *st = NULL;
-    int rc, cap = 0;
+    size_t cap = 0;
+    int rc;
 
     if (sqlite3_prepare_v2(x->db, hm_sql_export_ranks, -1, &st, NULL) != SQLITE_OK)
         return sql_fail(x, "reading ranks");
+    HM_COLUMNS_CHECK(st, rank_names);
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (x->nhosts == cap) {
-            struct rank_host *n = realloc(x->hosts, (size_t)(cap = cap ? cap * 2 : 16) * sizeof *n);
-            if (!n)
-                break;
-            x->hosts = n;
-        }
-        x->hosts[x->nhosts].rank = sqlite3_column_int(st, 0);
-        x->hosts[x->nhosts++].host = dup_text(st, 1);
+        if (hm_vec_reserve((void **)&x->hosts, &cap, (size_t)x->nhosts + 1, sizeof *x->hosts) != 0)
+            break;
+        x->hosts[x->nhosts].rank = sqlite3_column_int(st, RK_RANK);
+        x->hosts[x->nhosts++].host = dup_text(st, RK_HOST);
     }
     sqlite3_finalize(st);
     if (rc == SQLITE_ROW)
@@ -281,37 +327,32 @@ static int proc_cmp(const void *a, const void *b)
  * -1 when absent (or out of memory while adding). */
 static int proc_find(struct xctx *x, int rank, bool gpu, int64_t device, bool add)
 {
-    struct xproc key = {rank, gpu, gpu ? device : -1, false}, *n;
+    struct xproc key = {rank, gpu, gpu ? device : -1, false};
     for (int i = 0; i < x->nprocs; i++)
         if (!proc_cmp(&x->procs[i], &key))
             return i;
-    if (!add || !(n = realloc(x->procs, (size_t)(x->nprocs + 1) * sizeof *n)))
+    if (!add || hm_vec_reserve((void **)&x->procs, &x->procs_cap, (size_t)x->nprocs + 1, sizeof *x->procs) != 0)
         return -1;
-    x->procs = n;
     key.wanted = rank_wanted(x->o, rank);
     x->procs[x->nprocs] = key;
     return x->nprocs++;
 }
 
-static int add_track(struct xctx *x, sqlite3_stmt *st, int *cap)
+static int add_track(struct xctx *x, sqlite3_stmt *st, size_t *cap)
 {
     struct xtrack *t;
-    if (x->ntracks == *cap) {
-        struct xtrack *n = realloc(x->tracks, (size_t)(*cap = *cap ? *cap * 2 : 64) * sizeof *n);
-        if (!n)
-            return HM_ENOMEM;
-        x->tracks = n;
-    }
+    if (hm_vec_reserve((void **)&x->tracks, cap, (size_t)x->ntracks + 1, sizeof *x->tracks) != 0)
+        return HM_ENOMEM;
     t = &x->tracks[x->ntracks];
     memset(t, 0, sizeof *t);
-    t->id = sqlite3_column_int64(st, 0);
-    t->rank = sqlite3_column_int(st, 1);
-    t->gpu = sqlite3_column_text(st, 2) && !strcmp((const char *)sqlite3_column_text(st, 2), "gpu_stream");
-    t->device = sqlite3_column_int64(st, 3);
-    t->ident = sqlite3_column_int64(st, 4);
+    t->id = sqlite3_column_int64(st, TK_ID);
+    t->rank = sqlite3_column_int(st, TK_RANK);
+    t->gpu = sqlite3_column_text(st, TK_KIND) && !strcmp((const char *)sqlite3_column_text(st, TK_KIND), "gpu_stream");
+    t->device = sqlite3_column_int64(st, TK_PID);
+    t->ident = sqlite3_column_int64(st, TK_TID);
     t->wanted = rank_wanted(x->o, t->rank);
-    if (sqlite3_column_type(st, 5) != SQLITE_NULL)
-        t->name = dup_text(st, 5);
+    if (sqlite3_column_type(st, TK_NAME) != SQLITE_NULL)
+        t->name = dup_text(st, TK_NAME);
     else if (asprintf(&t->name, "%s %" PRId64, t->gpu ? "stream" : "thread", t->ident) < 0)
         t->name = NULL;
     if (!t->name)
@@ -330,10 +371,12 @@ static int by_id_cmp(const void *a, const void *b, void *arg)
 static int load_tracks(struct xctx *x)
 {
     sqlite3_stmt *st = NULL;
-    int rc, cap = 0;
+    size_t cap = 0;
+    int rc;
 
     if (sqlite3_prepare_v2(x->db, hm_sql_export_tracks, -1, &st, NULL) != SQLITE_OK)
         return sql_fail(x, "reading tracks");
+    HM_COLUMNS_CHECK(st, track_names);
     while ((rc = sqlite3_step(st)) == SQLITE_ROW)
         if (add_track(x, st, &cap) != 0)
             break;
@@ -376,10 +419,11 @@ static int build_procs(struct xctx *x)
             return oom(x);
     if (sqlite3_prepare_v2(x->db, hm_sql_export_counter_devices, -1, &st, NULL) != SQLITE_OK)
         return sql_fail(x, "reading counter devices");
+    HM_COLUMNS_CHECK(st, device_names);
     while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-        if (proc_find(x, sqlite3_column_int(st, 0), false, -1, true) < 0 ||
-            (sqlite3_column_int64(st, 1) >= 0 &&
-             proc_find(x, sqlite3_column_int(st, 0), true, sqlite3_column_int64(st, 1), true) < 0))
+        if (proc_find(x, sqlite3_column_int(st, DV_RANK), false, -1, true) < 0 ||
+            (sqlite3_column_int64(st, DV_DEVICE) >= 0 &&
+             proc_find(x, sqlite3_column_int(st, DV_RANK), true, sqlite3_column_int64(st, DV_DEVICE), true) < 0))
             break;
     sqlite3_finalize(st);
     if (rc == SQLITE_ROW)
@@ -423,9 +467,9 @@ static bool step_window(struct xctx *x, sqlite3_stmt *st, int64_t number, struct
     *lo = INT64_MAX, *hi = INT64_MIN;
     sqlite3_reset(st);
     while (sqlite3_step(st) == SQLITE_ROW) {
-        int64_t n = sqlite3_column_int64(st, 1), ts = sqlite3_column_int64(st, 2);
-        int64_t end = ts + sqlite3_column_int64(st, 3);
-        if (!rank_wanted(x->o, sqlite3_column_int(st, 0)))
+        int64_t n = sqlite3_column_int64(st, SP_NUMBER), ts = sqlite3_column_int64(st, SP_TS);
+        int64_t end = ts + sqlite3_column_int64(st, SP_DUR);
+        if (!rank_wanted(x->o, sqlite3_column_int(st, SP_RANK)))
             continue;
         *lo = n < *lo ? n : *lo, *hi = n > *hi ? n : *hi;
         if (n != number)
@@ -451,6 +495,7 @@ static int load_windows(struct xctx *x)
         return oom(x);
     if (sqlite3_prepare_v2(x->db, hm_sql_export_steps, -1, &st, NULL) != SQLITE_OK)
         return sql_fail(x, "reading steps");
+    HM_COLUMNS_CHECK(st, step_names);
     for (int i = 0; i < x->o->nsteps && rc == 0; i++) {
         if (step_window(x, st, x->o->steps[i], &x->win[x->nwin], &lo, &hi))
             x->nwin++;
@@ -477,8 +522,9 @@ static int load_origin(struct xctx *x)
         return 0;
     if (sqlite3_prepare_v2(x->db, hm_sql_export_origin, -1, &st, NULL) != SQLITE_OK)
         return sql_fail(x, "reading the first time");
+    HM_COLUMNS_CHECK(st, origin_names);
     if (sqlite3_step(st) == SQLITE_ROW)
-        o = sqlite3_column_int64(st, 0);
+        o = sqlite3_column_int64(st, OR_ORIGIN);
     sqlite3_finalize(st);
     x->origin = o - ((o % 1000) + 1000) % 1000;
     return 0;
@@ -566,10 +612,10 @@ static int lane_place(struct xctx *x, int ti, int64_t ts, int64_t end)
     for (i = 0; i < t->nlanes && !lane_fits(&t->lanes[i], ts, end); i++)
         ;
     if (i == t->nlanes) {
-        struct lane *n = realloc(t->lanes, (size_t)(i + 1) * sizeof *n);
-        if (!n)
+        struct lane *n;
+        if (hm_vec_reserve((void **)&t->lanes, &t->lanes_cap, (size_t)i + 1, sizeof *t->lanes) != 0)
             return oom(x);
-        t->lanes = n;
+        n = t->lanes;
         memset(&n[i], 0, sizeof n[i]);
         n[i].tid = i == 0 ? t->tid : x->next_tid++;
         t->nlanes++;
@@ -577,12 +623,8 @@ static int lane_place(struct xctx *x, int ti, int64_t ts, int64_t end)
             return x->err->code;
     }
     l = &t->lanes[i];
-    if (l->n == l->cap) {
-        int64_t *n = realloc(l->ends, (size_t)(l->cap = l->cap ? l->cap * 2 : 16) * sizeof *n);
-        if (!n)
-            return oom(x);
-        l->ends = n;
-    }
+    if (hm_vec_reserve((void **)&l->ends, &l->cap, (size_t)l->n + 1, sizeof *l->ends) != 0)
+        return oom(x);
     l->ends[l->n++] = end;
     return i;
 }
@@ -602,13 +644,13 @@ static void arg_i64(struct qry_jbuf *b, const char *key, sqlite3_stmt *st, int c
 /* The args object of a slice row: the columns, then the stored args. */
 static void slice_args(struct xctx *x, const struct xtrack *t, sqlite3_stmt *st, int lane)
 {
-    const char *stored = (const char *)sqlite3_column_text(st, 11);
+    const char *stored = (const char *)sqlite3_column_text(st, SL_ARGS);
     const char *written[12] = {"slice_id", "rank"};
     int n = 2;
     size_t keep;
 
     qry_jbuf_puts(&x->ev, ",\"args\":{\"slice_id\":");
-    qry_jbuf_i64(&x->ev, sqlite3_column_int64(st, 0));
+    qry_jbuf_i64(&x->ev, sqlite3_column_int64(st, SL_ID));
     qry_jbuf_puts(&x->ev, ",\"rank\":");
     qry_jbuf_i64(&x->ev, t->rank);
     if (t->gpu) {
@@ -616,21 +658,21 @@ static void slice_args(struct xctx *x, const struct xtrack *t, sqlite3_stmt *st,
         qry_jbuf_i64(&x->ev, t->ident);
         written[n++] = "stream";
     }
-    arg_i64(&x->ev, "depth", st, 6, written, &n);
-    arg_i64(&x->ev, "correlation", st, 7, written, &n);
-    arg_i64(&x->ev, "external_id", st, 8, written, &n);
-    arg_i64(&x->ev, "bytes", st, 9, written, &n);
-    arg_i64(&x->ev, "step", st, 10, written, &n);
+    arg_i64(&x->ev, "depth", st, SL_DEPTH, written, &n);
+    arg_i64(&x->ev, "correlation", st, SL_CORRELATION, written, &n);
+    arg_i64(&x->ev, "external_id", st, SL_EXTERNAL_ID, written, &n);
+    arg_i64(&x->ev, "bytes", st, SL_BYTES, written, &n);
+    arg_i64(&x->ev, "step", st, SL_ITERATION, written, &n);
     if (lane > 0) {
         qry_jbuf_puts(&x->ev, ",\"overlap_lane\":");
         qry_jbuf_i64(&x->ev, lane);
         written[n++] = "overlap_lane";
     }
     keep = x->ev.n;
-    if (stored && !qry_jbuf_copy_members(stored, (size_t)sqlite3_column_bytes(st, 11), written, &x->ev, &x->dec)) {
+    if (stored && !qry_jbuf_copy_members(stored, (size_t)sqlite3_column_bytes(st, SL_ARGS), written, &x->ev, &x->dec)) {
         x->ev.n = keep;   /* not a JSON object: keep it as text */
         qry_jbuf_puts(&x->ev, ",\"args_text\":");
-        qry_jbuf_str(&x->ev, stored, (size_t)sqlite3_column_bytes(st, 11));
+        qry_jbuf_str(&x->ev, stored, (size_t)sqlite3_column_bytes(st, SL_ARGS));
     }
     qry_jbuf_puts(&x->ev, "}");
 }
@@ -638,9 +680,10 @@ static void slice_args(struct xctx *x, const struct xtrack *t, sqlite3_stmt *st,
 /* Category text: the categories name, or the original text of "other". */
 static void slice_cat(struct xctx *x, sqlite3_stmt *st)
 {
-    const char *cat = (const char *)sqlite3_column_text(st, 4);
-    if (sqlite3_column_type(st, 5) != SQLITE_NULL && (!cat || !strcmp(cat, "other")))
-        qry_jbuf_str(&x->ev, (const char *)sqlite3_column_text(st, 5), (size_t)sqlite3_column_bytes(st, 5));
+    const char *cat = (const char *)sqlite3_column_text(st, SL_CAT);
+    if (sqlite3_column_type(st, SL_CAT_NAME) != SQLITE_NULL && (!cat || !strcmp(cat, "other")))
+        qry_jbuf_str(&x->ev, (const char *)sqlite3_column_text(st, SL_CAT_NAME),
+                     (size_t)sqlite3_column_bytes(st, SL_CAT_NAME));
     else
         qry_jbuf_cstr(&x->ev, cat ? cat : "other");
 }
@@ -648,8 +691,8 @@ static void slice_cat(struct xctx *x, sqlite3_stmt *st)
 static int write_slice(struct xctx *x, int ti, sqlite3_stmt *st)
 {
     const struct xtrack *t = &x->tracks[ti];
-    int64_t id = sqlite3_column_int64(st, 0), ts = sqlite3_column_int64(st, 1);
-    int64_t dur = sqlite3_column_int64(st, 2);
+    int64_t id = sqlite3_column_int64(st, SL_ID), ts = sqlite3_column_int64(st, SL_TS);
+    int64_t dur = sqlite3_column_int64(st, SL_DUR);
     int lane;
 
     if (dur < 0)
@@ -673,7 +716,7 @@ static int write_slice(struct xctx *x, int ti, sqlite3_stmt *st)
     qry_jbuf_puts(&x->ev, ",\"dur\":");
     qry_jbuf_us(&x->ev, dur);
     qry_jbuf_puts(&x->ev, ",\"name\":");
-    qry_jbuf_str(&x->ev, (const char *)sqlite3_column_text(st, 3), (size_t)sqlite3_column_bytes(st, 3));
+    qry_jbuf_str(&x->ev, (const char *)sqlite3_column_text(st, SL_NAME), (size_t)sqlite3_column_bytes(st, SL_NAME));
     qry_jbuf_puts(&x->ev, ",\"cat\":");
     slice_cat(x, st);
     slice_args(x, t, st, lane);
@@ -689,6 +732,7 @@ static void track_lanes_free(struct xtrack *t)
     free(t->lanes);
     t->lanes = NULL;
     t->nlanes = 0;
+    t->lanes_cap = 0;
 }
 
 /* Streams one track's slices (sqlite3_step: one row in memory at a time). */
@@ -713,6 +757,7 @@ static int write_slices(struct xctx *x)
 
     if (sqlite3_prepare_v2(x->db, hm_sql_export_slices, -1, &st, NULL) != SQLITE_OK)
         return sql_fail(x, "reading slices");
+    HM_COLUMNS_CHECK(st, slice_names);
     for (int i = 0; i < x->ntracks && rc == 0; i++)
         if (x->tracks[i].wanted)
             rc = write_track(x, st, i);
@@ -724,12 +769,12 @@ static int write_slices(struct xctx *x)
 
 static int write_counter(struct xctx *x, sqlite3_stmt *st)
 {
-    int rank = sqlite3_column_int(st, 0), proc;
-    int64_t device = sqlite3_column_int64(st, 1), ts = sqlite3_column_int64(st, 3);
-    double v = sqlite3_column_double(st, 4);
+    int rank = sqlite3_column_int(st, CN_RANK), proc;
+    int64_t device = sqlite3_column_int64(st, CN_DEVICE), ts = sqlite3_column_int64(st, CN_TS);
+    double v = sqlite3_column_double(st, CN_VALUE);
     char num[40];
 
-    if (!rank_wanted(x->o, rank) || !in_windows(x, ts, 0) || sqlite3_column_type(st, 4) == SQLITE_NULL ||
+    if (!rank_wanted(x->o, rank) || !in_windows(x, ts, 0) || sqlite3_column_type(st, CN_VALUE) == SQLITE_NULL ||
         !isfinite(v))
         return 0;
     if ((proc = proc_lookup(x, rank, device >= 0, device)) < 0)
@@ -740,8 +785,9 @@ static int write_counter(struct xctx *x, sqlite3_stmt *st)
     qry_jbuf_puts(&x->ev, ",\"ts\":");
     put_ts(x, ts);
     qry_jbuf_puts(&x->ev, ",\"name\":");
-    qry_jbuf_cstr(&x->ev, sqlite3_column_type(st, 2) == SQLITE_NULL ? "counter"
-                                                                   : (const char *)sqlite3_column_text(st, 2));
+    qry_jbuf_cstr(&x->ev, sqlite3_column_type(st, CN_NAME) == SQLITE_NULL
+                              ? "counter"
+                              : (const char *)sqlite3_column_text(st, CN_NAME));
     qry_jbuf_puts(&x->ev, ",\"args\":{\"value\":");
     if (v == floor(v) && fabs(v) < 9e15)
         snprintf(num, sizeof num, "%.0f", v);
@@ -760,6 +806,7 @@ static int write_counters(struct xctx *x)
 
     if (sqlite3_prepare_v2(x->db, hm_sql_export_counters, -1, &st, NULL) != SQLITE_OK)
         return sql_fail(x, "reading counters");
+    HM_COLUMNS_CHECK(st, counter_names);
     while (wrc == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW)
         wrc = write_counter(x, st);
     sqlite3_finalize(st);
@@ -796,10 +843,11 @@ struct flow_end {
  * exported; fills e. */
 static bool flow_end_get(const struct xctx *x, sqlite3_stmt *st, int col, struct flow_end *e)
 {
-    int64_t dur = sqlite3_column_int64(st, col + 2);
-    e->slice = sqlite3_column_int64(st, col);
-    e->ts = sqlite3_column_int64(st, col + 1);
-    e->t = track_by_id(x, sqlite3_column_int64(st, col + 3));
+    enum { FE_SLICE, FE_TS, FE_DUR, FE_TRACK };   /* offsets from col */
+    int64_t dur = sqlite3_column_int64(st, col + FE_DUR);
+    e->slice = sqlite3_column_int64(st, col + FE_SLICE);
+    e->ts = sqlite3_column_int64(st, col + FE_TS);
+    e->t = track_by_id(x, sqlite3_column_int64(st, col + FE_TRACK));
     return e->t && e->t->wanted && in_windows(x, e->ts, dur < 0 ? 0 : dur);
 }
 
@@ -839,10 +887,11 @@ static int write_launch_flows(struct xctx *x)
 
     if (sqlite3_prepare_v2(x->db, hm_sql_export_launch_flows, -1, &st, NULL) != SQLITE_OK)
         return sql_fail(x, "reading launches");
+    HM_COLUMNS_CHECK(st, launch_names);
     while (wrc == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (!flow_end_get(x, st, 0, &gpu) || !flow_end_get(x, st, 4, &cpu))
+        if (!flow_end_get(x, st, LF_GPU_ID, &gpu) || !flow_end_get(x, st, LF_CPU_ID, &cpu))
             continue;
-        snprintf(extra, sizeof extra, ",\"correlation\":%" PRId64, (int64_t)sqlite3_column_int64(st, 8));
+        snprintf(extra, sizeof extra, ",\"correlation\":%" PRId64, (int64_t)sqlite3_column_int64(st, LF_CORRELATION));
         x->next_flow++;
         wrc = write_flow_event(x, "s", x->next_flow, "launch", "launch", &cpu, extra);
         if (wrc == 0)
@@ -860,7 +909,8 @@ struct instance {
     int64_t id;
     char *op;                 /* owned; NULL if unknown */
     struct flow_end *m;       /* owned */
-    int n, cap;
+    int n;
+    size_t cap;
 };
 
 static int instance_flush(struct xctx *x, struct instance *in)
@@ -885,17 +935,13 @@ static int instance_flush(struct xctx *x, struct instance *in)
 static int instance_add(struct xctx *x, struct instance *in, sqlite3_stmt *st)
 {
     struct flow_end e;
-    if (in->n == 0 && !in->op && sqlite3_column_type(st, 1) != SQLITE_NULL &&
-        !(in->op = dup_text(st, 1)))
+    if (in->n == 0 && !in->op && sqlite3_column_type(st, CM_OP) != SQLITE_NULL &&
+        !(in->op = dup_text(st, CM_OP)))
         return oom(x);
-    if (!flow_end_get(x, st, 5, &e))
+    if (!flow_end_get(x, st, CM_SLICE, &e))
         return 0;
-    if (in->n == in->cap) {
-        struct flow_end *n = realloc(in->m, (size_t)(in->cap = in->cap ? in->cap * 2 : 16) * sizeof *n);
-        if (!n)
-            return oom(x);
-        in->m = n;
-    }
+    if (hm_vec_reserve((void **)&in->m, &in->cap, (size_t)in->n + 1, sizeof *in->m) != 0)
+        return oom(x);
     in->m[in->n++] = e;
     return 0;
 }
@@ -908,8 +954,9 @@ static int write_collective_flows(struct xctx *x)
 
     if (sqlite3_prepare_v2(x->db, hm_sql_export_collective_members, -1, &st, NULL) != SQLITE_OK)
         return sql_fail(x, "reading collectives");
+    HM_COLUMNS_CHECK(st, member_names);
     while (wrc == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t id = sqlite3_column_int64(st, 0);
+        int64_t id = sqlite3_column_int64(st, CM_INSTANCE);
         if (id != in.id)
             wrc = instance_flush(x, &in);
         in.id = id;

@@ -10,6 +10,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "store/columns.h"
+
+/* The printf() stand-in's own query: SELECT printf(?, ...) AS formatted. */
+#define FORMATTED_COLUMNS(X) X(FORMATTED_VALUE, "formatted")
+enum { FORMATTED_COLUMNS(HM_COLUMN_ENUM) FORMATTED__COUNT };
+static const char *const formatted_names[] = {FORMATTED_COLUMNS(HM_COLUMN_NAME)};
+
 static int authorize(void *ctx, int action, const char *a, const char *b, const char *c,
                      const char *d)
 {
@@ -131,13 +138,14 @@ static void guarded_printf(sqlite3_context *cx, int argc, sqlite3_value **argv)
     sqlite3_str_appendall(q, "SELECT printf(");
     for (int i = 0; i < argc; i++)
         sqlite3_str_appendall(q, i ? ",?" : "?");
-    sqlite3_str_appendall(q, ")");
+    sqlite3_str_appendall(q, ") AS formatted");
     sql = sqlite3_str_finish(q);
     if (sql && sqlite3_prepare_v2(g->mem, sql, -1, &st, NULL) == SQLITE_OK) {
+        HM_COLUMNS_CHECK(st, formatted_names);
         for (int i = 0; i < argc; i++)
             sqlite3_bind_value(st, i + 1, argv[i]);
         if (sqlite3_step(st) == SQLITE_ROW)
-            sqlite3_result_value(cx, sqlite3_column_value(st, 0));
+            sqlite3_result_value(cx, sqlite3_column_value(st, FORMATTED_VALUE));
         else
             sqlite3_result_error(cx, sqlite3_errmsg(g->mem), -1);
     } else {

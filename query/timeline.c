@@ -37,12 +37,49 @@
  *
  * Not here: HTTP (api.c), the run's other facts (report.c, verdict.c). */
 #include "query_int.h"
+#include "common/vec.h"
+#include "store/columns.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "hm_sql.h"
+
+/* Result columns of the timeline's queries (sql/queries/timeline_*.sql),
+ * in SELECT order; see store/columns.h. track_scan reads the first three of
+ * track_load's, rows_src the first three of rows' and row's. */
+#define COUNT_COLUMNS(X) X(CT_N, "n")
+#define EXTENT_COLUMNS(X) X(EX_ORIGIN, "origin") X(EX_END, "end_ns")
+#define TRACK_COLUMNS(X) X(TR_ID, "id") X(TR_RANK, "rank")
+#define SCAN_COLUMNS(X) X(SC_TS, "ts") X(SC_DUR, "dur") X(SC_ID, "id")
+#define LOAD_COLUMNS(X) SCAN_COLUMNS(X) X(SC_DEPTH, "depth") X(SC_NAME, "name") X(SC_CAT, "cat")
+#define SRC_COLUMNS(X) X(RW_ID, "id") X(RW_TS, "ts") X(RW_DUR, "dur")
+#define ROW_COLUMNS(X) SRC_COLUMNS(X) X(RW_DEPTH, "depth") X(RW_NAME, "name") X(RW_CAT, "cat")
+#define STRING_COLUMNS(X) X(STR_TEXT, "str")
+#define COLL_COLUMNS(X) X(CO_SLICE, "slice") X(CO_COLL, "coll")
+#define NVTX_COLUMNS(X)                                                                                \
+    X(NV_RANK, "rank") X(NV_STITCHED, "stitched") X(NV_ENTER, "enter_ns") X(NV_EXIT, "exit_ns")        \
+    X(NV_NAME, "name") X(NV_PATH, "path") X(NV_LATE, "late_rank") X(NV_SKEW, "skew_ns")
+
+enum { COUNT_COLUMNS(HM_COLUMN_ENUM) CT__COUNT };
+enum { EXTENT_COLUMNS(HM_COLUMN_ENUM) EX__COUNT };
+enum { TRACK_COLUMNS(HM_COLUMN_ENUM) TR__COUNT };
+enum { LOAD_COLUMNS(HM_COLUMN_ENUM) SC__COUNT };
+enum { ROW_COLUMNS(HM_COLUMN_ENUM) RW__COUNT };
+enum { STRING_COLUMNS(HM_COLUMN_ENUM) STR__COUNT };
+enum { COLL_COLUMNS(HM_COLUMN_ENUM) CO__COUNT };
+enum { NVTX_COLUMNS(HM_COLUMN_ENUM) NV__COUNT };
+static const char *const count_names[] = {COUNT_COLUMNS(HM_COLUMN_NAME)};
+static const char *const extent_names[] = {EXTENT_COLUMNS(HM_COLUMN_NAME)};
+static const char *const track_names[] = {TRACK_COLUMNS(HM_COLUMN_NAME)};
+static const char *const scan_names[] = {SCAN_COLUMNS(HM_COLUMN_NAME)};
+static const char *const load_names[] = {LOAD_COLUMNS(HM_COLUMN_NAME)};
+static const char *const src_names[] = {SRC_COLUMNS(HM_COLUMN_NAME)};
+static const char *const row_names[] = {ROW_COLUMNS(HM_COLUMN_NAME)};
+static const char *const string_names[] = {STRING_COLUMNS(HM_COLUMN_NAME)};
+static const char *const coll_names[] = {COLL_COLUMNS(HM_COLUMN_NAME)};
+static const char *const nvtx_names[] = {NVTX_COLUMNS(HM_COLUMN_NAME)};
 
 #define LOD_MAX_LEV 64
 #define LOD_L0_MAX (1u << 22)      /* level-0 buckets per track at most */
@@ -138,13 +175,16 @@ struct lod_req {
 
 /* ---- setup ---- */
 
-static int64_t q_i64(sqlite3 *db, const char *sql, int col, int64_t dflt)
+/* Column col of a one-row query, or dflt; names: the query's first col + 1
+ * column names, checked. */
+static int64_t q_i64(sqlite3 *db, const char *sql, const char *const *names, int col, int64_t dflt)
 {
     sqlite3_stmt *st = NULL;
     int64_t v = dflt;
 
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW &&
-        sqlite3_column_type(st, col) != SQLITE_NULL)
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK)
+        hm_columns_check(st, names, col + 1);
+    if (st && sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, col) != SQLITE_NULL)
         v = sqlite3_column_int64(st, col);
     sqlite3_finalize(st);
     return v;
@@ -156,18 +196,16 @@ static int load_tracks(struct qry_lod *l, struct hm_err *err)
     size_t cap = 0;
     int rc = sqlite3_prepare_v2(l->db, hm_sql_timeline_tracks, -1, &st, NULL);
 
+    HM_COLUMNS_CHECK(st, track_names);
+
     while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (l->ntracks == cap) {
-            struct lod_track *t = realloc(l->tracks, (cap = cap ? 2 * cap : 64) * sizeof *t);
-            if (!t) {
-                sqlite3_finalize(st);
-                return hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
-            }
-            l->tracks = t;
+        if (hm_vec_reserve((void **)&l->tracks, &cap, l->ntracks + 1, sizeof *l->tracks) != 0) {
+            sqlite3_finalize(st);
+            return hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
         }
         memset(&l->tracks[l->ntracks], 0, sizeof *l->tracks);
-        l->tracks[l->ntracks].id = sqlite3_column_int64(st, 0);
-        l->tracks[l->ntracks++].rank = sqlite3_column_int(st, 1);
+        l->tracks[l->ntracks].id = sqlite3_column_int64(st, TR_ID);
+        l->tracks[l->ntracks++].rank = sqlite3_column_int(st, TR_RANK);
         rc = SQLITE_OK;
     }
     sqlite3_finalize(st);
@@ -185,6 +223,12 @@ static int prepare_all(struct qry_lod *l, struct hm_err *err)
     for (int i = 0; i < 6; i++)
         if (sqlite3_prepare_v3(l->db, sql[i], -1, SQLITE_PREPARE_PERSISTENT, st[i], NULL) != SQLITE_OK)
             return hm_err_set(err, HM_ESQL, NULL, -1, "timeline: %s", sqlite3_errmsg(l->db));
+    HM_COLUMNS_CHECK(l->scan, scan_names);
+    HM_COLUMNS_CHECK(l->load, load_names);
+    HM_COLUMNS_CHECK(l->rows, row_names);
+    HM_COLUMNS_CHECK(l->row1, row_names);
+    HM_COLUMNS_CHECK(l->str, string_names);
+    HM_COLUMNS_CHECK(l->src, src_names);
     return 0;
 }
 
@@ -212,8 +256,8 @@ struct qry_lod *qry_lod_new(sqlite3 *db, struct hm_err *err)
     }
     l->db = db;
     l->mem_left = mem_budget();
-    indexed = q_i64(db, hm_sql_timeline_has_index, 0, 0) > 0;
-    l->covers = indexed && q_i64(db, hm_sql_timeline_index_covers, 0, 0) == 3;
+    indexed = q_i64(db, hm_sql_timeline_has_index, count_names, CT_N, 0) > 0;
+    l->covers = indexed && q_i64(db, hm_sql_timeline_index_covers, count_names, CT_N, 0) == 3;
     rc = sqlite3_exec(db, indexed ? hm_sql_timeline_setup_views : hm_sql_timeline_setup_copy, NULL, NULL,
                       NULL);
     if (rc != SQLITE_OK)
@@ -226,8 +270,8 @@ struct qry_lod *qry_lod_new(sqlite3 *db, struct hm_err *err)
         qry_lod_free(l);
         return NULL;
     }
-    l->origin = q_i64(db, hm_sql_timeline_extent, 0, 0);
-    l->end = q_i64(db, hm_sql_timeline_extent, 1, l->origin);
+    l->origin = q_i64(db, hm_sql_timeline_extent, extent_names, EX_ORIGIN, 0);
+    l->end = q_i64(db, hm_sql_timeline_extent, extent_names, EX_END, l->origin);
     return l;
 }
 
@@ -289,24 +333,18 @@ static int scan_track(struct qry_lod *l, int64_t track, struct scan *s, struct h
     sqlite3_bind_int64(st, 1, track);
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         struct lod_slice *v;
-        if (s->n == s->cap) {
-            size_t cap = s->cap ? 2 * s->cap : 1024;
-            struct lod_slice *a = realloc(s->v, cap * sizeof *a);
-            if (!a) {
-                sqlite3_reset(st);
-                return hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
-            }
-            s->v = a;
-            s->cap = cap;
+        if (hm_vec_reserve((void **)&s->v, &s->cap, s->n + 1, sizeof *s->v) != 0) {
+            sqlite3_reset(st);
+            return hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
         }
         v = &s->v[s->n++];
-        v->ts = sqlite3_column_int64(st, 0);
-        v->dur = sqlite3_column_int64(st, 1);
-        v->id = sqlite3_column_int64(st, 2);
+        v->ts = sqlite3_column_int64(st, SC_TS);
+        v->dur = sqlite3_column_int64(st, SC_DUR);
+        v->id = sqlite3_column_int64(st, SC_ID);
         v->depth = -1, v->name = 0, v->cat = 0;
         if (s->full) {
-            int64_t depth = sqlite3_column_int64(st, 3), name = sqlite3_column_int64(st, 4);
-            int64_t cat = sqlite3_column_int64(st, 5);
+            int64_t depth = sqlite3_column_int64(st, SC_DEPTH), name = sqlite3_column_int64(st, SC_NAME);
+            int64_t cat = sqlite3_column_int64(st, SC_CAT);
             if (depth < 0 || depth > INT16_MAX || name < 0 || name > INT32_MAX || cat < 0 || cat > INT16_MAX)
                 s->full = false;
             v->depth = (int16_t)depth, v->name = (int32_t)name, v->cat = (int16_t)cat;
@@ -375,27 +413,21 @@ static void pyramid_fill(struct lod_track *t, const struct scan *s)
 static int colls_load(struct qry_lod *l, struct hm_err *err)
 {
     sqlite3_stmt *st = NULL;
-    size_t cap = 0;
+    size_t cap_slice = 0, cap_id = 0;
     int rc;
 
     if (l->colls_loaded)
         return 0;
     rc = sqlite3_prepare_v2(l->db, hm_sql_timeline_colls, -1, &st, NULL);
+    HM_COLUMNS_CHECK(st, coll_names);
     while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (l->ncoll == cap) {
-            size_t ncap = cap ? 2 * cap : 1024;
-            int64_t *a = realloc(l->coll_slice, ncap * sizeof *a), *b = a ? realloc(l->coll_id, ncap * sizeof *b) : NULL;
-            if (a)
-                l->coll_slice = a;
-            if (!b) {
-                sqlite3_finalize(st);
-                return hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
-            }
-            l->coll_id = b;
-            cap = ncap;
+        if (hm_vec_reserve((void **)&l->coll_slice, &cap_slice, l->ncoll + 1, sizeof *l->coll_slice) != 0 ||
+            hm_vec_reserve((void **)&l->coll_id, &cap_id, l->ncoll + 1, sizeof *l->coll_id) != 0) {
+            sqlite3_finalize(st);
+            return hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
         }
-        l->coll_slice[l->ncoll] = sqlite3_column_int64(st, 0);
-        l->coll_id[l->ncoll++] = sqlite3_column_int64(st, 1);
+        l->coll_slice[l->ncoll] = sqlite3_column_int64(st, CO_SLICE);
+        l->coll_id[l->ncoll++] = sqlite3_column_int64(st, CO_COLL);
         rc = SQLITE_OK;
     }
     sqlite3_finalize(st);
@@ -429,12 +461,12 @@ static void row_of(const struct qry_lod *l, const struct lod_slice *v, struct lo
 
 static void row_read(const struct qry_lod *l, sqlite3_stmt *st, struct lod_row *r)
 {
-    r->id = sqlite3_column_int64(st, 0);
-    r->ts = sqlite3_column_int64(st, 1);
-    r->dur = sqlite3_column_int64(st, 2);
-    r->depth = sqlite3_column_int(st, 3);
-    r->name = sqlite3_column_int64(st, 4);
-    r->cat = sqlite3_column_int(st, 5);
+    r->id = sqlite3_column_int64(st, RW_ID);
+    r->ts = sqlite3_column_int64(st, RW_TS);
+    r->dur = sqlite3_column_int64(st, RW_DUR);
+    r->depth = sqlite3_column_int(st, RW_DEPTH);
+    r->name = sqlite3_column_int64(st, RW_NAME);
+    r->cat = sqlite3_column_int(st, RW_CAT);
     r->coll = coll_of(l, r->id);
 }
 
@@ -554,7 +586,7 @@ static int name_index(struct lod_req *q, int64_t sid)
     sqlite3_reset(q->lod->str);
     sqlite3_bind_int64(q->lod->str, 1, sid);
     cJSON_AddItemToArray(q->names, cJSON_CreateString(sqlite3_step(q->lod->str) == SQLITE_ROW ?
-                                                      (const char *)sqlite3_column_text(q->lod->str, 0) : ""));
+                                                      (const char *)sqlite3_column_text(q->lod->str, STR_TEXT) : ""));
     sqlite3_reset(q->lod->str);
     q->name_keys[h] = sid;
     q->name_idx[h] = (int)q->name_n;
@@ -607,14 +639,8 @@ static void emit(struct lod_req *q, const struct lod_row *r, bool *first)
 
 static int rows_push(struct lod_req *q, const struct lod_row *r)
 {
-    if (q->nrows == q->caprows) {
-        size_t cap = q->caprows ? 2 * q->caprows : 4096;
-        struct lod_row *p = realloc(q->rows, cap * sizeof *p);
-        if (!p)
-            return HM_ENOMEM;
-        q->rows = p;
-        q->caprows = cap;
-    }
+    if (hm_vec_reserve((void **)&q->rows, &q->caprows, q->nrows + 1, sizeof *q->rows) != 0)
+        return HM_ENOMEM;
     q->rows[q->nrows++] = *r;
     return 0;
 }
@@ -761,8 +787,8 @@ static int fetch_src(struct lod_req *q, const struct lod_track *t, int64_t from,
     sqlite3_bind_int64(st, 3, to);
     sqlite3_bind_int64(st, 4, INT64_C(1) << t->shift);
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        struct lod_row r = {.id = sqlite3_column_int64(st, 0), .ts = sqlite3_column_int64(st, 1),
-                            .dur = sqlite3_column_int64(st, 2), .depth = -1};
+        struct lod_row r = {.id = sqlite3_column_int64(st, RW_ID), .ts = sqlite3_column_int64(st, RW_TS),
+                            .dur = sqlite3_column_int64(st, RW_DUR), .depth = -1};
         if (q->nrows >= LOD_ROW_CAP) {
             q->truncated = true;
             break;
@@ -993,12 +1019,8 @@ static int nvtx_group(struct qry_lod *l, struct hm_err *err)
     for (size_t i = 0; i < l->nnv; i++) {
         struct lod_nvtx *r = &l->nv[i];
         if (i == 0 || r->rank != r[-1].rank || r->depth != r[-1].depth) {
-            if (l->nnvg == cap) {
-                struct lod_nvgroup *g = realloc(l->nvg, (cap = cap ? 2 * cap : 64) * sizeof *g);
-                if (!g)
-                    return hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
-                l->nvg = g;
-            }
+            if (hm_vec_reserve((void **)&l->nvg, &cap, l->nnvg + 1, sizeof *l->nvg) != 0)
+                return hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
             l->nvg[l->nnvg++] = (struct lod_nvgroup){r->rank, r->depth, i, 0};
             maxend = INT64_MIN;
         }
@@ -1020,29 +1042,26 @@ static int nvtx_load(struct qry_lod *l, struct hm_err *err)
 
     if (l->nv_loaded)
         return 0;
-    if (q_i64(l->db, hm_sql_timeline_nvtx_has, 0, 0) < 2) {
+    if (q_i64(l->db, hm_sql_timeline_nvtx_has, count_names, CT_N, 0) < 2) {
         l->nv_loaded = true;
         return 0;
     }
     rc = sqlite3_prepare_v2(l->db, hm_sql_timeline_nvtx, -1, &st, NULL);
+    HM_COLUMNS_CHECK(st, nvtx_names);
     while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (l->nnv == cap) {
-            struct lod_nvtx *p = realloc(l->nv, (cap = cap ? 2 * cap : 1024) * sizeof *p);
-            if (!p) {
-                sqlite3_finalize(st);
-                return hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
-            }
-            l->nv = p;
+        if (hm_vec_reserve((void **)&l->nv, &cap, l->nnv + 1, sizeof *l->nv) != 0) {
+            sqlite3_finalize(st);
+            return hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
         }
         l->nv[l->nnv++] = (struct lod_nvtx){
-            .rank = sqlite3_column_int(st, 0),
-            .id = sqlite3_column_int64(st, 1),
-            .enter = sqlite3_column_int64(st, 2),
-            .exit = sqlite3_column_int64(st, 3),
-            .name = sqlite3_column_int64(st, 4),
-            .depth = path_depth(sqlite3_column_text(st, 5)),
-            .late = sqlite3_column_type(st, 6) == SQLITE_NULL ? -1 : sqlite3_column_int(st, 6),
-            .skew = sqlite3_column_int64(st, 7),
+            .rank = sqlite3_column_int(st, NV_RANK),
+            .id = sqlite3_column_int64(st, NV_STITCHED),
+            .enter = sqlite3_column_int64(st, NV_ENTER),
+            .exit = sqlite3_column_int64(st, NV_EXIT),
+            .name = sqlite3_column_int64(st, NV_NAME),
+            .depth = path_depth(sqlite3_column_text(st, NV_PATH)),
+            .late = sqlite3_column_type(st, NV_LATE) == SQLITE_NULL ? -1 : sqlite3_column_int(st, NV_LATE),
+            .skew = sqlite3_column_int64(st, NV_SKEW),
         };
         rc = SQLITE_OK;
     }

@@ -3,7 +3,8 @@
 -- that has the same id: the latest one starting at or before the GPU op,
 -- else (clock error) the first one after it. Columns: GPU slice id, ts,
 -- dur, track; CPU slice id, ts, dur, track; correlation.
-SELECT g.id, g.ts, g.dur, g.track, c.id, c.ts, c.dur, c.track, g.correlation
+SELECT g.id AS gpu_id, g.ts AS gpu_ts, g.dur AS gpu_dur, g.track AS gpu_track,
+       c.id AS cpu_id, c.ts AS cpu_ts, c.dur AS cpu_dur, c.track AS cpu_track, g.correlation
 FROM (SELECT s.id, s.ts, s.dur, s.track, s.correlation,
              coalesce((SELECT c.id FROM slices c JOIN tracks ct ON ct.id = c.track
                        WHERE c.correlation = s.correlation AND ct.rank = t.rank

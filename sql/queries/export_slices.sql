@@ -1,6 +1,6 @@
 -- htamerge export: one track's slices, parents before their children
 -- (start, then longer first); ?1 = track id. Uses slices_track_ts.
-SELECT s.id, s.ts, s.dur, n.str, c.name, cn.str, s.depth, s.correlation,
+SELECT s.id, s.ts, s.dur, n.str AS name, c.name AS cat, cn.str AS cat_name, s.depth, s.correlation,
        s.external_id, s.bytes, s.iteration, s.args
 FROM slices s
 LEFT JOIN strings n ON n.id = s.name

@@ -1,7 +1,7 @@
 -- htamerge export: every track with its rank and name, in the order the
 -- export lists them: per rank the CPU threads (ingest order), then per GPU
 -- device its streams by stream id.
-SELECT t.id, t.rank, t.kind, t.pid, t.tid, s.str
+SELECT t.id, t.rank, t.kind, t.pid, t.tid, s.str AS name
 FROM tracks t
 LEFT JOIN strings s ON s.id = t.name
 ORDER BY t.rank,

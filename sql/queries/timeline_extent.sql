@@ -3,7 +3,7 @@
 -- maximum costs seconds on a large file; a slice that starts earlier and
 -- outlasts the last thousand is rare and still drawn once the window
 -- reaches it).
-SELECT min(lo), max(hi)
+SELECT min(lo) AS origin, max(hi) AS end_ns
 FROM (SELECT (SELECT min(ts) FROM lod_src WHERE track = t.id) AS lo,
              (SELECT max(e) FROM (SELECT ts + dur AS e FROM lod_src WHERE track = t.id
                                   ORDER BY ts DESC LIMIT 1000)) AS hi

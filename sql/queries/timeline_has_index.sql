@@ -1,2 +1,2 @@
 -- Whether the file has the index the timeline's range scans need.
-SELECT count(*) FROM main.sqlite_master WHERE type = 'index' AND name = 'slices_track_ts';
+SELECT count(*) AS n FROM main.sqlite_master WHERE type = 'index' AND name = 'slices_track_ts';

@@ -11,15 +11,13 @@
 #   - HTA's trace_filter (2 ranks of a 128-rank NCCL job without Seq) and
 #     nccl_parser_config (one rank).
 set -u
+. "$(dirname "$0")/../lib.sh"
 H=${HTAMERGE:?set HTAMERGE to the htamerge binary}
 SYN=${HTAMERGE_SYNTH:-$(dirname "$H")/htamerge-synth}
 SRC=${HM_SOURCE_DIR:?set HM_SOURCE_DIR}
 FIX=$SRC/tests/fixtures
 PERTURB="python3 $SRC/tests/tools/perturb_trace.py"
-T=$(mktemp -d "${HM_TMPDIR:-/tmp}/cli_xrank.XXXXXX")
-trap 'rm -rf "$T"' EXIT
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+hm_tmpdir cli_xrank
 q() { "$H" sql "$1" "$2" --format csv | tail -n +2 | tr -d '"'; }
 ingest() { "$H" ingest -o "$1" "${@:2}" >"$T/ingest.out" 2>&1 || { fail "ingest $*: $(cat "$T/ingest.out")"; }; }
 # verdict DB: the whole run's straggler ("null" for none).
@@ -162,8 +160,4 @@ assert d["kernel"].startswith("ncclKernel_AllReduce"), d' || fail "--method hta 
 "$H" report "$T/g2.db" stragglers --method bogus >/dev/null 2>&1
 [ $? = 2 ] || fail "unknown --method is not a usage error"
 
-if [ "$fails" -ne 0 ]; then
-    echo "$fails failed"
-    exit 1
-fi
-echo "cross-rank: all checks passed"
+finish "cross-rank: all checks passed"

@@ -9,14 +9,12 @@
 #     terminal (forced with script(1)), never in a pipe or with NO_COLOR;
 #   - bad command lines and unreadable files exit 2.
 set -u
+. "$(dirname "$0")/../lib.sh"
 H=${HTAMERGE:?set HTAMERGE to the htamerge binary}
 SRC=${HM_SOURCE_DIR:?set HM_SOURCE_DIR}
 FIX=$SRC/tests/fixtures
 STRETCH="python3 $SRC/tests/tools/stretch_trace.py"
-T=$(mktemp -d "${HM_TMPDIR:-/tmp}/cli_diff.XXXXXX")
-trap 'rm -rf "$T"' EXIT
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+hm_tmpdir cli_diff
 ingest() { "$H" ingest -o "$1" "${@:2}" >"$T/ingest.out" 2>&1 || fail "ingest $*: $(cat "$T/ingest.out")"; }
 # diff_rc WANT ARGS...: runs diff (stdout to $T/out, stderr to $T/err) and checks its exit status.
 diff_rc() {
@@ -171,5 +169,4 @@ grep -q "junk.db: not an htamerge database" "$T/err" || fail "junk file: '$(cat 
 diff_rc 0 --help
 grep -q "^exit status: 0 no regression, 1 NEW regressed" "$T/out" || fail "--help: exit status"
 
-[ "$fails" = 0 ] && echo "test_diff: ok"
-exit $((fails > 0))
+finish "test_diff: ok"

@@ -13,15 +13,13 @@
 # step the file lacks, bad options, unwritable output: exit codes, messages,
 # no file left behind).
 set -u
+. "$(dirname "$0")/../lib.sh"
 H=${HTAMERGE:?set HTAMERGE to the htamerge binary}
 SYN=${HTAMERGE_SYNTH:-$(dirname "$H")/htamerge-synth}
 SRC=${HM_SOURCE_DIR:?set HM_SOURCE_DIR}
 FIX=$SRC/tests/fixtures
 CHECK="python3 $SRC/tests/tools/check_chrome_trace.py"
-T=$(mktemp -d "${HM_TMPDIR:-/tmp}/cli_export.XXXXXX")
-trap 'rm -rf "$T"' EXIT
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+hm_tmpdir cli_export
 q() { "$H" sql "$1" "$2" --format csv | tail -n +2 | tr -d '"'; }
 ingest() { "$H" ingest -o "$1" "${@:2}" >"$T/ingest.out" 2>&1 || fail "ingest $*: $(cat "$T/ingest.out")"; }
 
@@ -84,9 +82,9 @@ EOF
 
 # ---- a synthetic 4-rank mpirun run: collectives across ranks, counters ----
 if command -v mpirun >/dev/null && [ -x "$SYN" ]; then
-    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-    ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 timeout -k 5 120 \
-        mpirun -n 4 "$H" -o "$T/run.db" "$SYN" --steps 4 --straggler 2:20 >"$T/run.out" 2>&1 ||
+    mpi_env
+    ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 \
+        run_mpi 120 -n 4 "$H" -o "$T/run.db" "$SYN" --steps 4 --straggler 2:20 >"$T/run.out" 2>&1 ||
         fail "mpirun synth: $(tail -5 "$T/run.out")"
     export_check "$T/run.db" "$T/run.json" -- --min-launch-flows 400 --min-collective-flows 4
     grep -q '"ph":"C"' "$T/run.json" || fail "synth: no counter events"
@@ -127,5 +125,4 @@ fi
 grep -q '^examples:' "$T/help" && grep -q '^exit status:' "$T/help" && grep -q -- '--steps' "$T/help" ||
     fail "--help lacks examples, exit status or options"
 
-[ $fails = 0 ] && echo "ok: export" || echo "$fails failure(s)"
-[ $fails = 0 ]
+finish "ok: export"

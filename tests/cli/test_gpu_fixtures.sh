@@ -12,14 +12,13 @@
 # must have none. Then every
 # report topic on every fixture, and the serve API on one.
 set -u
+. "$(dirname "$0")/../lib.sh"
 H=${HTAMERGE:?}; FX=${HM_SOURCE_DIR:?}/tests/fixtures/gpu
-T=$(mktemp -d "${HM_TMPDIR:-/tmp}/cli_gpu_fixtures.XXXXXX")
+T=$(hm_mktemp cli_gpu_fixtures)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$T"; }
 trap cleanup EXIT
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-command -v python3 >/dev/null || { echo "FAIL: python3 is not installed"; exit 1; }
+command -v python3 >/dev/null || skip "python3 is not installed"
 
 FIXTURES="cuda cuda_default torch_fixture torch_default nccl nccl_c nccl2_clean nccl2_straggler1 nccl4_clean nccl4_straggler1"
 for f in $FIXTURES; do
@@ -272,5 +271,4 @@ else
     fail "curl is not installed"
 fi
 
-[ "$fails" -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
-echo "ok"
+finish

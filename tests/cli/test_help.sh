@@ -6,12 +6,10 @@
 # topic, and documents every HTAMERGE_* variable the sources read (test
 # hooks named *_TEST_* and HTAMERGE_NO_PIDFD aside).
 set -u
+. "$(dirname "$0")/../lib.sh"
 H=${HTAMERGE:?}; SRC=${HM_SOURCE_DIR:?}
 MAN=$SRC/man/htamerge.1
-T=$(mktemp -d "${HM_TMPDIR:-/tmp}/cli_help.XXXXXX")
-trap 'rm -rf "$T"' EXIT
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+hm_tmpdir cli_help
 
 # ---- version ----
 "$H" --version >"$T/v" 2>"$T/v.err" || fail "--version exited $?"
@@ -82,5 +80,4 @@ for code in 0 1 2 3; do
     grep -A1 '^\.TP' "$MAN" | grep -qx "\.B $code" || fail "man page EXIT STATUS lacks $code"
 done
 
-if [ $fails -ne 0 ]; then echo "test_help: $fails failure(s)"; exit 1; fi
-echo "test_help: ok ($(echo $cmds | wc -w) commands, $(echo $vars | wc -w) variables)"
+finish "test_help: ok ($(echo $cmds | wc -w) commands, $(echo $vars | wc -w) variables)"

@@ -3,18 +3,15 @@
 # real HTA traces and on bad inputs (each must give a one-line error naming
 # the file and, where known, the byte offset; --keep-going ingests the rest).
 set -u
+. "$(dirname "$0")/../lib.sh"
 H=${HTAMERGE:?}; FX=${HM_SOURCE_DIR:?}/tests/fixtures/hta
-T=$(mktemp -d "${HM_TMPDIR:-/tmp}/cli_ingest.XXXXXX")
-trap 'rm -rf "$T"' EXIT
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+hm_tmpdir cli_ingest
 expect_rc() { # expected-rc description command...
     local want=$1 what=$2; shift 2
     "$@" >"$T/out" 2>"$T/err"; local rc=$?
     [ "$rc" = "$want" ] || { fail "$what: exit $rc, expected $want"; cat "$T/err" >&2; }
 }
 expect_err() { grep -q -- "$1" "$T/err" || { fail "stderr lacks '$1'"; cat "$T/err" >&2; }; }
-sql1() { "$H" sql "$1" "$2" --format csv | tail -n 1; }
 
 # Parity through the command line.
 expect_rc 0 "ingest trace_filter" "$H" ingest -o "$T/tf.db" "$FX/trace_filter"
@@ -125,4 +122,4 @@ expect_rc 2 "no paths" "$H" ingest
 expect_rc 0 "help" "$H" ingest --help
 grep -q "exit status" "$T/out" || fail "--help lacks exit codes"
 
-[ "$fails" = 0 ] && echo "ok" || { echo "$fails failures" >&2; exit 1; }
+finish "ok"

@@ -10,14 +10,13 @@
 # by systemd-analyze (verify, and the exposure score). Loopback only;
 # every request and wait is bounded.
 set -u
+. "$(dirname "$0")/../lib.sh"
 H=${HTAMERGE:?}; FX=${HM_SOURCE_DIR:?}/tests/fixtures/hta
 B=$(dirname "$H")
-T=$(mktemp -d "${HM_TMPDIR:-/tmp}/cli_install.XXXXXX")
+T=$(hm_mktemp cli_install)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$T"; }
 trap cleanup EXIT
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
 command -v curl >/dev/null || { echo "FAIL: curl is not installed"; exit 1; }
 [ -f "$B/CMakeCache.txt" ] || { echo "FAIL: $B is not a CMake build folder"; exit 1; }
 
@@ -167,9 +166,9 @@ if start_server embedded; then
 fi
 
 # ---- a run from the moved tree ----
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+mpi_env
 export ASAN_OPTIONS=${ASAN_OPTIONS:-}:detect_leaks=0
-if timeout -k 5 120 mpirun -n 2 "$HM" -o "$T/run.db" "$P/bin/htamerge-synth" --steps 4 --straggler 1:20 \
+if run_mpi 120 -n 2 "$HM" -o "$T/run.db" "$P/bin/htamerge-synth" --steps 4 --straggler 1:20 \
         >"$T/run.log" 2>&1; then
     n=$("$HM" sql "$T/run.db" 'SELECT count(*) FROM ranks WHERE complete = 1' --format csv 2>&1 | tail -n 1)
     [ "$n" = 2 ] || fail "run: $n complete ranks, want 2"
@@ -185,5 +184,4 @@ if [ $with_inject = 1 ]; then
     ldd "$P/lib/htamerge/libhtamerge-inject.so" 2>&1 | grep -q 'not found' && fail "the injection library misses a library"
 fi
 
-if [ $fails -ne 0 ]; then echo "test_install: $fails failure(s)"; exit 1; fi
-echo "test_install: ok"
+finish "test_install: ok"

@@ -5,14 +5,13 @@
 # checks, a file replaced under the server, and a live run still writing
 # the file. Loopback only; every request and wait is bounded.
 set -u
+. "$(dirname "$0")/../lib.sh"
 . "${HM_SOURCE_DIR:?}/tests/tools/serve_port.sh"
 H=${HTAMERGE:?}; FX=${HM_SOURCE_DIR:?}/tests/fixtures/hta
-T=$(mktemp -d "${HM_TMPDIR:-/tmp}/cli_serve.XXXXXX")
+T=$(hm_mktemp cli_serve)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$T"; }
 trap cleanup EXIT
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
 command -v curl >/dev/null || { echo "FAIL: curl is not installed"; exit 1; }
 
 # start_server NAME DB [ARGS...]: starts a server on a free loopback port;
@@ -192,8 +191,8 @@ json 'len(d["ranks"]) == 2'
 # ---- a live run still writing the file ----
 SYN=${HTAMERGE_SYNTH:-$(dirname "$H")/htamerge-synth}
 if command -v mpirun >/dev/null && [ -x "$SYN" ]; then
-    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-    timeout -k 5 60 mpirun --oversubscribe -n 2 "$H" -o "$T/live.db" "$SYN" --steps 60 --cycle 2 \
+    mpi_env
+    run_mpi 60 -n 2 "$H" -o "$T/live.db" "$SYN" --steps 60 --cycle 2 \
         >"$T/live.log" 2>&1 &
     pids+=($!)
     for _ in $(seq 100); do
@@ -220,5 +219,4 @@ else
     echo "note: mpirun or htamerge-synth missing; live test skipped"
 fi
 
-if [ "$fails" = 0 ]; then echo "test_serve: all checks passed"; else echo "test_serve: $fails failures"; fi
-[ "$fails" = 0 ]
+finish "test_serve: all checks passed"

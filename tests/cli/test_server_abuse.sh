@@ -7,14 +7,13 @@
 # write), raw request-line traversal. After each group the server must
 # still answer /api/run, and its memory must stay bounded. Loopback only.
 set -u
+. "$(dirname "$0")/../lib.sh"
 . "${HM_SOURCE_DIR:?}/tests/tools/serve_port.sh"
 H=${HTAMERGE:?}; FX=${HM_SOURCE_DIR:?}/tests/fixtures/hta
-T=$(mktemp -d "${HM_TMPDIR:-/tmp}/cli_abuse.XXXXXX")
+T=$(hm_mktemp cli_abuse)
 srv=
 cleanup() { [ -n "$srv" ] && kill "$srv" 2>/dev/null; wait 2>/dev/null; rm -rf "$T"; }
 trap cleanup EXIT
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
 command -v curl >/dev/null || { echo "FAIL: curl is not installed"; exit 1; }
 
 "$H" ingest -q -o "$T/tf.db" "$FX/trace_filter" 2>/dev/null || { echo "FAIL: ingest"; exit 1; }
@@ -255,5 +254,4 @@ rss2=$(rss_kb)
 alive end
 echo "server abuse: rss ${rss0} kB at start, ${rss1} kB -> ${rss2} kB over a repeated round, peak ${hwm} kB"
 
-if [ "$fails" = 0 ]; then echo "test_server_abuse: all checks passed"; else echo "test_server_abuse: $fails failures"; fi
-[ "$fails" = 0 ]
+finish "test_server_abuse: all checks passed"

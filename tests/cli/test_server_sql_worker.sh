@@ -8,14 +8,13 @@
 # gets its child killed; no child outlives its statement or the server.
 # Loopback only; every wait is bounded.
 set -u
+. "$(dirname "$0")/../lib.sh"
 . "${HM_SOURCE_DIR:?}/tests/tools/serve_port.sh"
 H=${HTAMERGE:?}; FX=${HM_SOURCE_DIR:?}/tests/fixtures/hta
-T=$(mktemp -d "${HM_TMPDIR:-/tmp}/cli_sqlw.XXXXXX")
+T=$(hm_mktemp cli_sqlw)
 srv=
 cleanup() { [ -n "$srv" ] && kill "$srv" 2>/dev/null; wait 2>/dev/null; rm -rf "$T"; }
 trap cleanup EXIT
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
 command -v curl >/dev/null || { echo "FAIL: curl is not installed"; exit 1; }
 command -v ps >/dev/null || { echo "FAIL: ps is not installed"; exit 1; }
 
@@ -147,5 +146,4 @@ for k in $kids; do
 done
 wait "$p4"
 
-[ "$fails" -eq 0 ] && echo "test_server_sql_worker: all passed"
-exit $((fails > 0))
+finish "test_server_sql_worker: all passed"

@@ -6,13 +6,11 @@
 # wall time, determinism, --gzip, --fail-at / --crash-at, bad arguments,
 # and, when htamerge is built, that `htamerge ingest` accepts the output.
 set -u
+. "$(dirname "$0")/../lib.sh"
 SYN=${HTAMERGE_SYNTH:-}
 if [ -z "$SYN" ] && [ -n "${HTAMERGE:-}" ]; then SYN=$(dirname "$HTAMERGE")/htamerge-synth; fi
 [ -x "${SYN:-}" ] || { echo "FAIL: set HTAMERGE_SYNTH to the htamerge-synth binary" >&2; exit 1; }
-T=$(mktemp -d "${HM_TMPDIR:-/tmp}/cli_synth.XXXXXX")
-trap 'rm -rf "$T"' EXIT
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+hm_tmpdir cli_synth
 now_ns() { date +%s%N; }
 
 # rank DIR START ARGS...: one rank of a 2-rank job, in the background.
@@ -175,4 +173,4 @@ if [ -n "${HTAMERGE:-}" ] && [ -x "$HTAMERGE" ]; then
     [ "$(q 'SELECT count(*) FROM v_overlap WHERE overlap_pct > 0 AND overlap_pct < 100')" = 2 ] || fail "overlap"
 fi
 
-[ "$fails" = 0 ] && echo "test_synth: all passed" || { echo "test_synth: $fails failure(s)" >&2; exit 1; }
+finish "test_synth: all passed"

@@ -5,14 +5,13 @@
 # and 1 MiB (some tracks in memory, the rest not), asked the same windows
 # at every zoom from the whole run to a few microseconds. Loopback only.
 set -u
+. "$(dirname "$0")/../lib.sh"
 . "${HM_SOURCE_DIR:?}/tests/tools/serve_port.sh"
 H=${HTAMERGE:?}; SYNTH=${HTAMERGE_SYNTH:-$(dirname "$H")/htamerge-synth}
-T=$(mktemp -d "${HM_TMPDIR:-/tmp}/cli_tlmem.XXXXXX")
+T=$(hm_mktemp cli_tlmem)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$T"; }
 trap cleanup EXIT
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
 
 # Two ranks, 300 steps of 5 ms in one trace each: 38 400 slices a rank on
 # 3 tracks (28 200 / 9 600 / 600), enough for coarse and fine windows.
@@ -77,4 +76,4 @@ for i in range(1, int(sys.argv[2]) + 1):
 sys.exit(0 if {"coarse", "fine"} <= kinds and drawn > 0 else 1)
 EOF
 
-[ "$fails" -eq 0 ] && echo "PASS: $n windows, identical from memory, SQL and a mixed budget" || exit 1
+finish "PASS: $n windows, identical from memory, SQL and a mixed budget"

@@ -6,16 +6,13 @@
 # every rank's memory bounded, and nothing may be lost: the run completes
 # with every step of every rank. Peak memory is sampled from /proc VmHWM.
 set -u
+. "$(dirname "$0")/../lib.sh"
 H=${HTAMERGE:?}; S=${HTAMERGE_SYNTH:-$(dirname "$H")/htamerge-synth}
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_rmaps_base_oversubscribe=1
+mpi_env
 export ASAN_OPTIONS=${ASAN_OPTIONS:-}:detect_leaks=0
-T=$(mktemp -d "${HM_TMPDIR:-/tmp}/fault_bp.XXXXXX"); trap 'rm -rf "$T"' EXIT
+hm_tmpdir fault_bp
 cd "$T" || exit 1
 T=$(pwd -P)
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-sql1() { "$H" sql "$1" "$2" --format csv | tail -n 1; }
 STEPS=160 DELAY_US=${DELAY_US:-15000}
 
 # run NAME [mpirun -x args]: the job, with every rank's peak RSS (kB) in
@@ -24,7 +21,7 @@ run() {
     local name=$1 p r k t0
     shift
     t0=$(date +%s%N)
-    timeout -k 5 100 mpirun -n 3 "$@" "$H" -o "$name.db" "$S" --steps $STEPS --step-ms 5 --cycle 2 > "$name.log" 2>&1 &
+    run_mpi 100 -n 3 "$@" "$H" -o "$name.db" "$S" --steps $STEPS --step-ms 5 --cycle 2 > "$name.log" 2>&1 &
     local mp=$!
     declare -A peak=()
     while kill -0 $mp 2>/dev/null; do
@@ -64,4 +61,4 @@ for r in 0 1 2; do
     echo "rank $r peak RSS: $f kB fast, $s kB slow"
 done
 echo "slow merger: ${DELAY_US} us per batch, run $(cat fast.ms) ms -> $(cat slow.ms) ms, nothing lost"
-[ "$fails" = 0 ] && echo ok || { echo "$fails failures" >&2; exit 1; }
+finish

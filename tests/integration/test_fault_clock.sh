@@ -10,15 +10,12 @@
 # (RELIABILITY.md): slices read twice by the stepped clock and not part of
 # a collective may land on the wrong side (GPU slices then overlap).
 set -u
+. "$(dirname "$0")/../lib.sh"
 H=${HTAMERGE:?}; S=${HTAMERGE_SYNTH:-$(dirname "$H")/htamerge-synth}
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_rmaps_base_oversubscribe=1
+mpi_env
 export ASAN_OPTIONS=${ASAN_OPTIONS:-}:detect_leaks=0
-T=$(mktemp -d "${HM_TMPDIR:-/tmp}/fault_clock.XXXXXX"); trap 'rm -rf "$T"' EXIT
+hm_tmpdir fault_clock
 cd "$T" || exit 1
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-sql1() { "$H" sql "$1" "$2" --format csv | tail -n 1; }
 JUMP=-50000000
 
 # The hook itself: malformed values are refused before MPI starts.
@@ -28,7 +25,7 @@ HTAMERGE_CLOCK_JUMP_NS=1 HTAMERGE_CLOCK_JUMP_AFTER_MS=-5 timeout 20 "$H" -o bad.
 [ $? = 2 ] || fail "negative HTAMERGE_CLOCK_JUMP_AFTER_MS accepted"
 
 A="-o run.db --sync-interval 0.3 $S --steps 60"
-timeout -k 5 90 mpirun -n 1 "$H" $A : -n 1 -x HTAMERGE_CLOCK_JUMP_NS=$JUMP -x HTAMERGE_CLOCK_JUMP_AFTER_MS=1500 "$H" $A \
+run_mpi 90 -n 1 "$H" $A : -n 1 -x HTAMERGE_CLOCK_JUMP_NS=$JUMP -x HTAMERGE_CLOCK_JUMP_AFTER_MS=1500 "$H" $A \
     : -n 1 "$H" $A > run.log 2>&1
 rc=$?
 [ $rc = 0 ] || { fail "exit $rc"; tail -20 run.log >&2; }
@@ -79,4 +76,4 @@ awk -v d="${drift:-x}" 'BEGIN { exit !(d != "x" && d > -1000 && d < 1000) }' || 
 [ "$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i } NR > 1 && $c["rank"] != 1 && $c["step_ns"] != 0' clocks.csv | wc -l)" = 0 ] ||
     fail "report clocks shows a step on a rank without one"
 echo "clock jump $((JUMP / 1000000)) ms on rank 1: exit $rc; collectives within $worst us; $neg slices with negative duration; drift $drift ppm, step $step ns, uncertainty $unc ns"
-[ "$fails" = 0 ] && echo ok || { echo "$fails failures" >&2; exit 1; }
+finish

@@ -8,26 +8,22 @@
 # disk is full from the start fails the same way; ingest (temporary file +
 # rename) leaves no file at all. Skipped where mounting is not permitted.
 set -u
+. "$(dirname "$0")/../lib.sh"
 H=${HTAMERGE:?}; S=${HTAMERGE_SYNTH:-$(dirname "$H")/htamerge-synth}
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_rmaps_base_oversubscribe=1
+mpi_env
 export ASAN_OPTIONS=${ASAN_OPTIONS:-}:detect_leaks=0
 # Killed ranks cannot remove their trace folders ($TMPDIR/htamerge-PID-MS):
 # keep them in a folder of this test's own (short: Open MPI puts sockets there).
 TMPDIR=$(mktemp -d /tmp/hmf.XXXXXX); export TMPDIR
-T=$(mktemp -d "${HM_TMPDIR:-/tmp}/fault_disk.XXXXXX")
+T=$(hm_mktemp fault_disk)
 cd "$T" || exit 1
 T=$(pwd -P)
 mkdir mnt
 cleanup() { cd /; [ -n "${KEEP:-}" ] && mkdir -p "$T/kept" && cp -a "$T/mnt/." "$T/kept/"; umount "$T/mnt" 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$T" "$TMPDIR"; }
 trap cleanup EXIT
 if ! mount -t tmpfs -o size=8m tmpfs mnt 2>/dev/null; then
-    echo "SKIP: cannot mount a tmpfs here (not root, or no CAP_SYS_ADMIN)"
-    exit 0
+    skip "cannot mount a tmpfs here (not root, or no CAP_SYS_ADMIN)"
 fi
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-sql1() { "$H" sql "$1" "$2" --format csv | tail -n 1; }
 mine() { # processes of this test still running (found by working directory)
     local p n=0
     for p in $(pgrep -x htamerge) $(pgrep -x htamerge-synth); do
@@ -43,7 +39,7 @@ wait_gone() {
 # 1. Full mid-run: 3 ranks x 300 steps is ~20 MB of WAL, the disk holds 8
 #    (1 of them the merger's reserve).
 t0=$(date +%s)
-timeout -k 5 90 mpirun -n 3 "$H" -o mnt/run.db "$S" --steps 300 --step-ms 10 --cycle 2 > run.log 2>&1
+run_mpi 90 -n 3 "$H" -o mnt/run.db "$S" --steps 300 --step-ms 10 --cycle 2 > run.log 2>&1
 rc=$?
 wait_gone mid-run
 secs=$(( $(date +%s) - t0 ))
@@ -71,7 +67,7 @@ echo "disk full mid-run: exit $rc after $secs s, $kept steps committed, file int
 # 2. Full before the first commit: same outcome, nothing to keep.
 rm -f mnt/*
 head -c $((8 * 1024 * 1024)) /dev/zero > mnt/filler 2>/dev/null
-timeout -k 5 60 mpirun -n 2 "$H" -o mnt/start.db "$S" --steps 4 > start.log 2>&1
+run_mpi 60 -n 2 "$H" -o mnt/start.db "$S" --steps 4 > start.log 2>&1
 rc=$?
 wait_gone start
 [ $rc != 0 ] && [ $rc != 124 ] || fail "full at start: mpirun exit $rc (124: it hung)"
@@ -87,4 +83,4 @@ rc=$?
 grep -q "mnt/x.db: .*disk is full" ingest.log || fail "ingest on a full disk: no 'disk is full' message"
 [ -z "$(ls -A mnt)" ] || fail "ingest on a full disk left files: $(ls -A mnt)"
 
-[ "$fails" = 0 ] && echo ok || { echo "$fails failures" >&2; exit 1; }
+finish

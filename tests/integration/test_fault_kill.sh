@@ -8,19 +8,16 @@
 # test_run.sh covers a crashing/failing child and the basic kill of a rank;
 # this one checks the counts and the other victims.
 set -u
+. "$(dirname "$0")/../lib.sh"
 H=${HTAMERGE:?}; S=${HTAMERGE_SYNTH:-$(dirname "$H")/htamerge-synth}
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_rmaps_base_oversubscribe=1
+mpi_env
 export ASAN_OPTIONS=${ASAN_OPTIONS:-}:detect_leaks=0
 # Killed ranks cannot remove their trace folders ($TMPDIR/htamerge-PID-MS):
 # keep them in a folder of this test's own (short: Open MPI puts sockets there).
 TMPDIR=$(mktemp -d /tmp/hmf.XXXXXX); export TMPDIR
-T=$(mktemp -d "${HM_TMPDIR:-/tmp}/fault_kill.XXXXXX"); trap '[ -n "${KEEP:-}" ] || rm -rf "$T" "$TMPDIR"' EXIT
+T=$(hm_mktemp fault_kill); trap '[ -n "${KEEP:-}" ] || rm -rf "$T" "$TMPDIR"' EXIT
 cd "$T" || exit 1
 T=$(pwd -P)
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-sql1() { "$H" sql "$1" "$2" --format csv | tail -n 1; }
 CYCLE=2
 
 # The pid of this test's process named $1 (htamerge or htamerge-synth) that
@@ -80,7 +77,7 @@ report_incomplete() {
 # 1. kill -9 of rank 1's child: the collector survives, so the run
 #    completes, keeps everything the child wrote (counted from its kept
 #    trace folder), names the exit code, and the job fails.
-timeout -k 5 90 mpirun -n 3 "$H" -o child.db --keep-traces "$S" --steps 120 --cycle $CYCLE > child.log 2>&1 &
+run_mpi 90 -n 3 "$H" -o child.db --keep-traces "$S" --steps 120 --cycle $CYCLE > child.log 2>&1 &
 mp=$!
 wait_data child.db 3 || fail "child: no data after 10 s"
 victim=$(find_proc htamerge-synth 1 RANK)
@@ -102,7 +99,7 @@ wait_gone child
 
 # 2. kill -9 of collector rank 2: mpirun tears the job down; rank 0 writes
 #    what arrived and marks the run and the ranks incomplete.
-timeout -k 5 90 mpirun -n 3 "$H" -o rank.db "$S" --steps 400 --cycle $CYCLE > rank.log 2>&1 &
+run_mpi 90 -n 3 "$H" -o rank.db "$S" --steps 400 --cycle $CYCLE > rank.log 2>&1 &
 mp=$!
 wait_data rank.db 3 || fail "rank: no data after 10 s"
 victim=$(find_proc htamerge 2 OMPI_COMM_WORLD_RANK)
@@ -120,7 +117,7 @@ echo "kill -9 rank 2: exit $rc; kept $(sql1 rank.db 'SELECT group_concat(n) FROM
 # 3. kill -9 of rank 0, the merger: no finishing at all. The WAL file
 #    must still open clean with every commit so far, and the report must
 #    see that its merger is gone.
-timeout -k 5 90 mpirun -n 3 "$H" -o zero.db "$S" --steps 400 --cycle $CYCLE > zero.log 2>&1 &
+run_mpi 90 -n 3 "$H" -o zero.db "$S" --steps 400 --cycle $CYCLE > zero.log 2>&1 &
 mp=$!
 wait_data zero.db 3 || fail "zero: no data after 10 s"
 victim=$(find_proc htamerge 0 OMPI_COMM_WORLD_RANK)
@@ -148,11 +145,11 @@ for j in $jobs; do
         for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     done
 done
-timeout -k 5 60 mpirun -n 2 "$H" -o again.db "$S" --steps 2 --cycle 2 > again.log 2>&1 || fail "rings: the next run failed"
+run_mpi 60 -n 2 "$H" -o again.db "$S" --steps 2 --cycle 2 > again.log 2>&1 || fail "rings: the next run failed"
 grep -q "removed .* shared-memory rings of ended runs" again.log || fail "rings: the next run did not say it removed any"
 for j in $jobs; do
     ls /dev/shm | grep -q "^htamerge-$j-" && fail "rings: /dev/shm still holds rings of $j"
 done
 echo "rings: $left left by killed ranks, removed by the next run"
 
-[ "$fails" = 0 ] && echo ok || { echo "$fails failures" >&2; exit 1; }
+finish

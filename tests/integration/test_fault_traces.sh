@@ -12,15 +12,12 @@
 # --keep-going), and says how many files were refused; a program's own
 # non-zero status still wins.
 set -u
+. "$(dirname "$0")/../lib.sh"
 H=${HTAMERGE:?}; S=${HTAMERGE_SYNTH:-$(dirname "$H")/htamerge-synth}
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_rmaps_base_oversubscribe=1
+mpi_env
 export ASAN_OPTIONS=${ASAN_OPTIONS:-}:detect_leaks=0
-T=$(mktemp -d "${HM_TMPDIR:-/tmp}/fault_traces.XXXXXX"); trap 'rm -rf "$T"' EXIT
+hm_tmpdir fault_traces
 cd "$T" || exit 1
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-sql1() { "$H" sql "$1" "$2" --format csv | tail -n 1; }
 
 mkdir gen
 HTAMERGE_TRACE_DIR=gen RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 "$S" --steps 4 --cycle 2 --step-ms 5 2>/dev/null
@@ -44,7 +41,7 @@ sleep 0.5
 SH
 chmod +x writer.sh
 
-timeout -k 5 60 mpirun -n 2 "$H" -o tr.db ./writer.sh "$T/gen" > tr.log 2>&1
+run_mpi 60 -n 2 "$H" -o tr.db ./writer.sh "$T/gen" > tr.log 2>&1
 rc=$?
 [ $rc = 3 ] || { fail "run exit $rc, expected 3 (trace files refused)"; cat tr.log >&2; }
 refused=$(sql1 tr.db "SELECT sum(count) FROM skipped WHERE reason = 'unreadable_file'")
@@ -86,7 +83,7 @@ head -c 300 /dev/urandom | tr '\037' x > "$HTAMERGE_TRACE_DIR/garbage.pt.trace.j
 exit 0
 SH
 chmod +x failer.sh
-timeout -k 5 60 mpirun -n 2 "$H" -o fail.db ./failer.sh > fail.log 2>&1
+run_mpi 60 -n 2 "$H" -o fail.db ./failer.sh > fail.log 2>&1
 rc=$?
 [ $rc = 7 ] || { fail "failing program with refused files: exit $rc, expected 7"; cat fail.log >&2; }
 timeout -k 5 60 "$H" -o one.db ./failer.sh > one.log 2>&1
@@ -94,4 +91,4 @@ rc=$?
 [ $rc = 3 ] || { fail "one rank with a refused file: exit $rc, expected 3"; cat one.log >&2; }
 grep -q "run complete; 1 trace file refused: see" one.log || fail "one rank: no refused count in $(grep wrote one.log)"
 
-[ "$fails" = 0 ] && echo ok || { echo "$fails failures" >&2; exit 1; }
+finish

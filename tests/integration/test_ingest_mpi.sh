@@ -3,19 +3,17 @@
 # only records travel to rank 0. Same numbers as the single-process ingest;
 # bad files are reported by name, skipped with --keep-going, and nothing hangs.
 set -u
+. "$(dirname "$0")/../lib.sh"
 H=${HTAMERGE:?}; FX=${HM_SOURCE_DIR:?}/tests/fixtures/hta
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+mpi_env
 export ASAN_OPTIONS=${ASAN_OPTIONS:-}:detect_leaks=0
-T=$(mktemp -d "${HM_TMPDIR:-/tmp}/ingest_mpi.XXXXXX"); trap 'rm -rf "$T"' EXIT
+hm_tmpdir ingest_mpi
 cd "$T" || exit 1
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-sql1() { "$H" sql "$1" "$2" --format csv | tail -n 1; }
 
 mkdir in; cp "$FX/trace_filter/"*.gz in/
 cp "$FX/distributed_info_unavailable/distributed_info_not_found.json.gz" in/rank-4.json.gz
 cp "$FX/large_integer_trace/"*.gz in/
-timeout -k 5 120 mpirun -n 3 "$H" ingest -q -o par.db in > par.log 2>&1 || { fail "parallel ingest"; cat par.log >&2; }
+run_mpi 120 -n 3 "$H" ingest -q -o par.db in > par.log 2>&1 || { fail "parallel ingest"; cat par.log >&2; }
 "$H" ingest -q -o one.db in || fail "single ingest"
 q="SELECT group_concat(x, ' ') FROM (SELECT rank || ':' || idle_us || ':' || compute_pct || ':' || kernel_us AS x FROM v_temporal ORDER BY rank)"
 [ -n "$(sql1 one.db "$q")" ] && [ "$(sql1 par.db "$q")" = "$(sql1 one.db "$q")" ] || fail "parallel numbers differ"
@@ -23,17 +21,17 @@ q="SELECT count(*) || ' ' || sum(dur) FROM slices"
 [ "$(sql1 par.db "$q")" = "$(sql1 one.db "$q")" ] || fail "parallel slices differ"
 [ "$(sql1 par.db "SELECT group_concat(rank, ' ') FROM (SELECT rank FROM ranks ORDER BY rank)")" = "0 1 4 70" ] || fail "parallel ranks"
 # nccl_parser_config says rank 0 too: the second claim is an error, by name.
-timeout -k 5 120 mpirun -n 3 "$H" ingest -q -o dup.db in "$FX/nccl_parser_config" > dup.log 2>&1
+run_mpi 120 -n 3 "$H" ingest -q -o dup.db in "$FX/nccl_parser_config" > dup.log 2>&1
 [ $? = 1 ] || fail "duplicate rank: exit code"
 grep -q "rank 0 is also claimed" dup.log || fail "duplicate rank not reported"
 
 mkdir bad; cp "$FX/trace_filter/"*.gz bad/; echo '{"traceEvents": [' > bad/rank-9.json
-timeout -k 5 120 mpirun -n 3 "$H" ingest -q -o bad.db bad > bad.log 2>&1; rc=$?
+run_mpi 120 -n 3 "$H" ingest -q -o bad.db bad > bad.log 2>&1; rc=$?
 [ $rc != 0 ] && [ $rc != 124 ] || fail "bad file: exit $rc"
 grep -q "rank-9.json" bad.log || fail "bad file not named"
 [ -e bad.db ] && fail "failed parallel ingest left a file"
-timeout -k 5 120 mpirun -n 3 "$H" ingest -q -k -o keep.db bad > keep.log 2>&1; rc=$?
+run_mpi 120 -n 3 "$H" ingest -q -k -o keep.db bad > keep.log 2>&1; rc=$?
 [ $rc = 3 ] || fail "--keep-going: exit $rc"
 [ "$(sql1 keep.db 'SELECT count(*) FROM ranks')" = 2 ] || fail "--keep-going: ranks"
 
-[ "$fails" = 0 ] && echo ok || { echo "$fails failures" >&2; exit 1; }
+finish

@@ -4,22 +4,19 @@
 # straggler, and the failure behaviour (failing child, crashing child,
 # missing program, kill -9 of a rank, no mpirun). Every mpirun is bounded.
 set -u
+. "$(dirname "$0")/../lib.sh"
 H=${HTAMERGE:?}; S=${HTAMERGE_SYNTH:-$(dirname "$H")/htamerge-synth}
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_rmaps_base_oversubscribe=1
+mpi_env
 # Sanitizer builds: Open MPI's own allocations are not ours to judge.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-}:detect_leaks=0
-T=$(mktemp -d "${HM_TMPDIR:-/tmp}/run.XXXXXX"); trap 'rm -rf "$T"' EXIT
+hm_tmpdir run
 cd "$T" || exit 1
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-sql1() { "$H" sql "$1" "$2" --format csv | tail -n 1; }
 run() { timeout -k 5 "$@"; }
 
 # 1. The issue's acceptance run: 4 ranks, rank 2 straggles 20 ms, ranks 1
 #    and 3 on skewed clocks (+30 ms drifting +50 ppm, and -12 ms).
 A="-o run.db --sync-interval 0.3 $S --steps 8 --straggler 2:20"
-run 120 mpirun -n 1 "$H" $A : -n 1 -x HTAMERGE_CLOCK_SKEW_NS=30000000 -x HTAMERGE_CLOCK_DRIFT_PPM=50 "$H" $A \
+run_mpi 120 -n 1 "$H" $A : -n 1 -x HTAMERGE_CLOCK_SKEW_NS=30000000 -x HTAMERGE_CLOCK_DRIFT_PPM=50 "$H" $A \
     : -n 1 "$H" $A : -n 1 -x HTAMERGE_CLOCK_SKEW_NS=-12000000 "$H" $A > main.log 2>&1
 rc=$?
 [ $rc = 0 ] || { fail "main run exit $rc"; tail -20 main.log >&2; }
@@ -49,7 +46,7 @@ echo "clock recovery: worst collective exit disagreement $worst ns; offsets $o1 
 grep -q '"rank":[[:space:]]*3' temporal.json || fail "temporal lacks rank 3"
 
 # 2. A child that exits non-zero: its data is kept, the job completes, exit != 0.
-run 60 mpirun -n 3 "$H" -o fail.db "$S" --steps 4 --cycle 2 --fail-at 2 > fail.log 2>&1
+run_mpi 60 -n 3 "$H" -o fail.db "$S" --steps 4 --cycle 2 --fail-at 2 > fail.log 2>&1
 rc=$?
 [ $rc != 0 ] || fail "failing child: mpirun exit 0"
 [ "$(sql1 fail.db "SELECT value FROM meta WHERE key = 'run_status'")" = complete ] || fail "failing child: run not complete"
@@ -57,12 +54,12 @@ rc=$?
 "$H" report fail.db summary | grep -q "failed_programs: 0:3,1:3,2:3" || fail "summary lacks exit codes"
 
 # 3. A crashing child.
-run 60 mpirun -n 2 "$H" -o crash.db "$S" --steps 8 --cycle 2 --crash-at 4 > crash.log 2>&1
+run_mpi 60 -n 2 "$H" -o crash.db "$S" --steps 8 --cycle 2 --crash-at 4 > crash.log 2>&1
 [ $? != 0 ] || fail "crashing child: exit 0"
 [ "$(sql1 crash.db "SELECT count(*) FROM steps WHERE rank = 1")" = 4 ] || fail "crashing child: completed cycle lost"
 
 # 4. A program that does not exist: a clear error on every rank, no hang.
-run 60 mpirun -n 3 "$H" -o nx.db /nonexistent/program > nx.log 2>&1
+run_mpi 60 -n 3 "$H" -o nx.db /nonexistent/program > nx.log 2>&1
 rc=$?
 [ $rc = 127 ] || fail "missing program: exit $rc (124 means it hung)"
 [ "$(grep -c "cannot run '/nonexistent/program'" nx.log)" = 3 ] || fail "missing program: not reported on every rank"
@@ -72,7 +69,7 @@ run 60 "$H" -o one.db "$S" --steps 3 > one.log 2>&1 || fail "single rank run"
 [ "$(sql1 one.db 'SELECT count(*) FROM ranks')" = 1 ] || fail "single rank: ranks"
 
 # 6. kill -9 of a rank mid-run: the file opens, holds what arrived, says incomplete.
-run 60 mpirun -n 3 "$H" -o kill.db "$S" --steps 200 --cycle 2 > kill.log 2>&1 &
+run_mpi 60 -n 3 "$H" -o kill.db "$S" --steps 200 --cycle 2 > kill.log 2>&1 &
 mp=$!
 for _ in $(seq 1 100); do
     [ -s kill.db ] && [ "$(sql1 kill.db 'SELECT count(DISTINCT rank) FROM steps' 2>/dev/null)" = 3 ] && break
@@ -96,7 +93,7 @@ grep -q "run_status: incomplete" kill.txt || { fail "kill -9: report does not sa
 # 7. Live capture through the shared-memory ring (the test producer stands in
 #    for the injection library): every record arrives, on every rank.
 R=$(dirname "$H")/ring_producer
-run 60 mpirun -n 2 "$H" -o ring.db "$R" --records 20000 --threads 4 > ring.log 2>&1 || fail "ring run"
+run_mpi 60 -n 2 "$H" -o ring.db "$R" --records 20000 --threads 4 > ring.log 2>&1 || fail "ring run"
 [ "$(sql1 ring.db "SELECT group_concat(n, ' ') FROM (SELECT count(*) AS n FROM slices s JOIN tracks t ON t.id = s.track GROUP BY t.rank)")" = "20000 20000" ] \
     || fail "ring records lost"
 
@@ -119,4 +116,4 @@ kill $watchdog 2>/dev/null
 "$H" report int.db summary | grep -q "run_status: incomplete" || fail "Ctrl-C: not marked incomplete"
 [ "$(sql1 int.db 'SELECT count(*) FROM steps')" -gt 0 ] || fail "Ctrl-C: data lost"
 
-[ "$fails" = 0 ] && echo ok || { echo "$fails failures" >&2; exit 1; }
+finish

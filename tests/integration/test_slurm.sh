@@ -5,23 +5,22 @@
 # with `sbatch --wait` twice (srun --mpi=pmix, then mpirun inside the
 # allocation), running htamerge-synth on 2 tasks with a straggler; each
 # merged file must have both ranks and name rank 1 the straggler.
-# Skips (exit 0) when Slurm or munge is not installed
+# Skips (exit 77) when Slurm or munge is not installed
 # (apt-get install -y slurm-wlm munge). Every daemon is stopped on exit.
 set -u
+. "$(dirname "$0")/../lib.sh"
 H=${HTAMERGE:?}; SRC=${HM_SOURCE_DIR:?}
 SYN=${HTAMERGE_SYNTH:-$(dirname "$H")/htamerge-synth}
 for tool in slurmctld slurmd sbatch squeue scontrol munged; do
     if ! command -v "$tool" >/dev/null && [ ! -x "/usr/sbin/$tool" ]; then
-        echo "SKIP: $tool not installed (apt-get install -y slurm-wlm munge)"; exit 0
+        skip "$tool not installed (apt-get install -y slurm-wlm munge)"
     fi
 done
-if [ "$(id -u)" -ne 0 ]; then echo "SKIP: a test cluster needs root (slurmd starts jobs as their user)"; exit 0; fi
+if [ "$(id -u)" -ne 0 ]; then skip "a test cluster needs root (slurmd starts jobs as their user)"; fi
 export PATH=$PATH:/usr/sbin
-T=$(mktemp -d "${HM_TMPDIR:-/tmp}/slurm.XXXXXX")
+T=$(hm_mktemp slurm)
 chmod 755 "$T"
 pids=()
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
 cleanup() {
     # The daemons run in the foreground as our children: stop them by pid.
     for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done

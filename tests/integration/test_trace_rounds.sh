@@ -5,14 +5,12 @@
 # cycles' events are kept, a close that changed nothing reads nothing
 # again, and nothing is refused.
 set -u
+. "$(dirname "$0")/../lib.sh"
 H=${HTAMERGE:?}; S=${HTAMERGE_SYNTH:-$(dirname "$H")/htamerge-synth}
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+mpi_env
 export ASAN_OPTIONS=${ASAN_OPTIONS:-}:detect_leaks=0
-T=$(mktemp -d "${HM_TMPDIR:-/tmp}/trace_rounds.XXXXXX"); trap 'rm -rf "$T"' EXIT
+hm_tmpdir trace_rounds
 cd "$T" || exit 1
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-sql1() { "$H" sql "$1" "$2" --format csv | tail -n 1; }
 
 mkdir gen
 HTAMERGE_TRACE_DIR=gen RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 "$S" --steps 4 --cycle 2 --step-ms 5 2>/dev/null
@@ -44,4 +42,4 @@ grep -q skipping run.log && fail "a round was refused: $(grep skipping run.log)"
 got=$(sql1 run.db "SELECT count(*) FROM slices")
 [ "$got" = "$want" ] || fail "$got slices, want both cycles' $want"
 [ "$(sql1 run.db "SELECT count(*) FROM steps")" = "$want_steps" ] || fail "steps of a cycle lost or doubled"
-[ "$fails" = 0 ] && echo "trace rounds: ok ($got slices from 2 rounds of one file)" || exit 1
+finish "trace rounds: ok ($got slices from 2 rounds of one file)"

@@ -5,14 +5,12 @@
 # a kept one and the run's own are handled right. Unit test of the rules:
 # tests/unit/collector/test_trace_sweep.c.
 set -u
+. "$(dirname "$0")/../lib.sh"
 H=${HTAMERGE:?}; S=${HTAMERGE_SYNTH:-$(dirname "$H")/htamerge-synth}
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_rmaps_base_oversubscribe=1
+mpi_env
 export ASAN_OPTIONS=${ASAN_OPTIONS:-}:detect_leaks=0
-T=$(mktemp -d "${HM_TMPDIR:-/tmp}/trace_sweep.XXXXXX"); trap 'rm -rf "$T"' EXIT
+hm_tmpdir trace_sweep
 cd "$T" || exit 1
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
 folders() { (cd tmp && ls -d htamerge-* 2>/dev/null | sort | tr '\n' ' '); }
 
 mkdir tmp
@@ -23,7 +21,7 @@ echo '{}' > "tmp/htamerge-$dead-1000/rank-1/a.pt.trace.json"
 : > "tmp/htamerge-$dead-2000/KEEP"
 touch -d '1 hour ago' "tmp/htamerge-$dead-1000" "tmp/htamerge-$dead-2000" "tmp/htamerge-$$-3000"
 
-timeout -k 5 60 mpirun -n 2 "$H" -o run.db "$S" --steps 2 > run.log 2>&1 || { fail "run exit $?"; cat run.log >&2; }
+run_mpi 60 -n 2 "$H" -o run.db "$S" --steps 2 > run.log 2>&1 || { fail "run exit $?"; cat run.log >&2; }
 grep -q "htamerge: removed 1 leftover trace folder of ended runs from $TMPDIR\$" run.log ||
     { fail "no 'removed 1 leftover' line"; cat run.log >&2; }
 [ -e "tmp/htamerge-$dead-1000" ] && fail "the dead run's folder is still there"
@@ -33,12 +31,12 @@ want=$(printf '%s\n' "htamerge-$dead-2000" "htamerge-$$-3000" | sort | tr '\n' '
 [ "$(folders)" = "$want" ] || fail "left: $(folders), expected $want"
 
 # --keep-traces: its folder is marked, and an aged copy survives the next run.
-timeout -k 5 60 mpirun -n 2 "$H" -o keep.db --keep-traces "$S" --steps 2 > keep.log 2>&1 || fail "keep run exit $?"
+run_mpi 60 -n 2 "$H" -o keep.db --keep-traces "$S" --steps 2 > keep.log 2>&1 || fail "keep run exit $?"
 kept=$(sed -n 's/^htamerge: rank 0 traces kept in \(.*\)\/rank-0$/\1/p' keep.log)
 [ -n "$kept" ] && [ -e "$kept/KEEP" ] && [ -d "$kept/rank-1" ] || fail "kept folder '$kept' lacks KEEP or rank-1"
 touch -d '1 hour ago' "$kept"
-timeout -k 5 60 mpirun -n 2 "$H" -o run2.db "$S" --steps 2 > run2.log 2>&1 || fail "second run exit $?"
+run_mpi 60 -n 2 "$H" -o run2.db "$S" --steps 2 > run2.log 2>&1 || fail "second run exit $?"
 grep -q "leftover" run2.log && fail "second run removed something: $(grep leftover run2.log)"
 [ -d "$kept/rank-0" ] || fail "the kept run's folder was swept"
 [ "$(folders | wc -w)" = 3 ] || fail "left after the second run: $(folders)"
-[ "$fails" = 0 ] && echo ok || { echo "$fails failures" >&2; exit 1; }
+finish

@@ -20,7 +20,12 @@
 
 #include "common/err.h"
 #include "analysis/cross_rank.h"
+#include "store/columns.h"
 #include "store/writer.h"
+
+#define LIVE_COLUMNS(X) X(LIVE_VALUE, "live")
+enum { LIVE_COLUMNS(HM_COLUMN_ENUM) LIVE__COUNT };
+static const char *const live_names[] = {LIVE_COLUMNS(HM_COLUMN_NAME)};
 
 static const char usage[] =
     "usage: htamerge-reanalyse [--live | --offline] DB\n"
@@ -39,10 +44,11 @@ static int was_live(sqlite3 *db)
 
     if (sqlite3_prepare_v2(db,
                            "SELECT (SELECT value FROM meta WHERE key = 'created_by') = 'htamerge run' "
-                           "OR EXISTS (SELECT 1 FROM ranks WHERE clock_method = 'mpi')",
-                           -1, &st, NULL) == SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_ROW)
-        live = sqlite3_column_int(st, 0);
+                           "OR EXISTS (SELECT 1 FROM ranks WHERE clock_method = 'mpi') AS live",
+                           -1, &st, NULL) == SQLITE_OK)
+        HM_COLUMNS_CHECK(st, live_names);
+    if (st && sqlite3_step(st) == SQLITE_ROW)
+        live = sqlite3_column_int(st, LIVE_VALUE);
     sqlite3_finalize(st);
     return live;
 }

@@ -79,7 +79,8 @@ static int define_strings(struct hm_ring *ring, uint32_t n)
 
 static int parse_args(int argc, char **argv, uint64_t *records, int *threads, uint32_t *strings)
 {
-    for (int i = 1; i < argc; i++) {
+    /* Every option takes one value: step over the pair. */
+    for (int i = 1; i < argc; i += 2) {
         char *end = NULL;
         unsigned long long v;
         if (i + 1 >= argc)
@@ -95,7 +96,6 @@ static int parse_args(int argc, char **argv, uint64_t *records, int *threads, ui
             *strings = (uint32_t)v;
         else
             return -1;
-        i++;
     }
     return 0;
 }

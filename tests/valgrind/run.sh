@@ -10,25 +10,25 @@
 # report topics + sql, well under a minute. Without it: every fixture folder
 # of tests/fixtures/hta, every topic, export and serve (several minutes).
 # Needs a build without sanitizers (valgrind and ASan do not mix); skips
-# itself (exit 0, "SKIP") when valgrind is missing or the build is ASan.
+# itself (exit 77, "SKIP") when valgrind is missing or the build is ASan.
 set -u
+. "$(dirname "$0")/../lib.sh"
 QUICK=
 [ "${1:-}" = --quick ] && { QUICK=1; shift; }
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 H=${HTAMERGE:-${1:-$ROOT/build}/htamerge}
 [ -d "$H" ] && H=$H/htamerge
 FX=${HM_SOURCE_DIR:-$ROOT}/tests/fixtures/hta
-command -v valgrind >/dev/null || { echo "SKIP: valgrind is not installed"; exit 0; }
+command -v valgrind >/dev/null || skip "valgrind is not installed"
 [ -x "$H" ] || { echo "FAIL: no htamerge at $H"; exit 1; }
 if nm -D "$H" 2>/dev/null | grep -q __asan_init || ldd "$H" 2>/dev/null | grep -q libasan; then
-    echo "SKIP: $H is a sanitizer build"; exit 0
+    skip "$H is a sanitizer build"
 fi
-T=$(mktemp -d "${HM_TMPDIR:-/tmp}/valgrind.XXXXXX")
+T=$(hm_mktemp valgrind)
 srv=
 cleanup() { [ -n "$srv" ] && kill "$srv" 2>/dev/null; wait 2>/dev/null; rm -rf "$T"; }
 trap cleanup EXIT
-fails=0 runs=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+runs=0
 VG=(valgrind --tool=memcheck --error-exitcode=99 --leak-check=full --show-leak-kinds=definite,indirect
     --errors-for-leak-kinds=definite,indirect --track-origins=yes --num-callers=30 --quiet
     --suppressions="$ROOT/tests/valgrind/htamerge.supp")

@@ -19,7 +19,12 @@
 #include "collector/sources/kineto_json/kineto_json.h"
 #include "analysis/cross_rank.h"
 #include "analysis/cross_rank/cross_rank_int.h" /* struct xr_rank: the test inspects the tapped view */
+#include "store/columns.h"
 #include "store/writer.h"
+
+#define TABLE_COLUMNS(X) X(TABLE_NAME, "name")
+enum { TABLE_COLUMNS(HM_COLUMN_ENUM) TABLE__COUNT };
+static const char *const table_names[] = {TABLE_COLUMNS(HM_COLUMN_NAME)};
 
 #define NRANKS 4
 
@@ -112,10 +117,11 @@ static void check_same(const char *a, const char *b)
                  q_int(db, "SELECT count(*) FROM o.sqlite_master WHERE type = 'table'"));
     CHECK_EQ_INT(sqlite3_prepare_v2(db, "SELECT name FROM main.sqlite_master WHERE type = 'table'",
                                     -1, &st, NULL), SQLITE_OK);
+    HM_COLUMNS_CHECK(st, table_names);
     while (sqlite3_step(st) == SQLITE_ROW) {
         char name[128];
         int64_t n;
-        snprintf(name, sizeof name, "%s", (const char *)sqlite3_column_text(st, 0));
+        snprintf(name, sizeof name, "%s", (const char *)sqlite3_column_text(st, TABLE_NAME));
         n = differing_rows(db, name);
         if (n != 0)
             fprintf(stderr, "%s vs %s: table %s differs in %lld rows\n", a, b, name, (long long)n);

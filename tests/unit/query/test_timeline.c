@@ -15,6 +15,11 @@
 
 #include "hm_sql.h"
 #include "query/query_int.h"
+#include "store/columns.h"
+
+#define TRUTH_COLUMNS(X) X(TRUTH_VALUE, "n")
+enum { TRUTH_COLUMNS(HM_COLUMN_ENUM) TRUTH__COUNT };
+static const char *const truth_names[] = {TRUTH_COLUMNS(HM_COLUMN_NAME)};
 
 #define MS INT64_C(1000000)
 #define US INT64_C(1000)
@@ -239,16 +244,17 @@ static int nvtx_truth(sqlite3 *db, int rank, int depth, int64_t t0, int64_t t1)
     const int64_t o = INT64_C(1000000000000000000);
 
     sqlite3_prepare_v2(db,
-                       "SELECT count(*) FROM nvtx_stitched_ranks r JOIN nvtx_stitched n ON n.id = r.stitched"
+                       "SELECT count(*) AS n FROM nvtx_stitched_ranks r JOIN nvtx_stitched n ON n.id = r.stitched"
                        " WHERE r.rank = ?1 AND length(n.path) - length(replace(n.path, '/', '')) = ?2"
                        " AND r.exit_ns > ?3 AND r.enter_ns < ?4",
                        -1, &st, NULL);
+    HM_COLUMNS_CHECK(st, truth_names);
     sqlite3_bind_int(st, 1, rank);
     sqlite3_bind_int(st, 2, depth);
     sqlite3_bind_int64(st, 3, o + t0);
     sqlite3_bind_int64(st, 4, o + t1);
     if (sqlite3_step(st) == SQLITE_ROW)
-        n = sqlite3_column_int(st, 0);
+        n = sqlite3_column_int(st, TRUTH_VALUE);
     sqlite3_finalize(st);
     return n;
 }

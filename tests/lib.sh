@@ -1,0 +1,58 @@
+# Helpers shared by the shell tests (tests/cli, tests/integration,
+# tests/valgrind). Source it first thing after `set -u`:
+#   . "$(dirname "$0")/../lib.sh"
+# Every test counts its failed checks in $fails, keeps going after one (so a
+# run shows all of them), and ends with `finish`.
+
+fails=0
+
+# fail MESSAGE: one failed check; the test goes on.
+fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+
+# skip REASON: the test cannot run here. 77 is SKIP_RETURN_CODE in
+# tests/CMakeLists.txt, so ctest reports "Skipped" instead of a pass.
+skip() { echo "SKIP: $*"; exit 77; }
+
+# finish [MESSAGE]: exit 0 printing MESSAGE (default "ok") when every check
+# passed, else exit 1 with the count.
+finish() {
+    if [ "$fails" = 0 ]; then echo "${1:-ok}"; exit 0; fi
+    echo "$fails failures" >&2
+    exit 1
+}
+
+# sql1 DB QUERY: the last row of QUERY's CSV output (the value of a
+# one-row, one-column query), read with the htamerge under test ($H).
+sql1() { "${H:?}" sql "$1" "$2" --format csv | tail -n 1; }
+
+# hm_mktemp NAME: a new folder for the test's files, under the build tree
+# when ctest runs it.
+hm_mktemp() { mktemp -d "${HM_TMPDIR:-/tmp}/$1.XXXXXX"; }
+
+# hm_tmpdir NAME: sets T to a new folder, removed when the test exits. Tests
+# that must also stop servers or unmount define their own trap instead.
+hm_tmpdir() {
+    T=$(hm_mktemp "$1") || exit 1
+    trap 'rm -rf "$T"' EXIT
+}
+
+# mpi_env: lets Open MPI run as root (containers, CI) and start more ranks
+# than there are cores, also for the mpirun a test's job starts itself.
+mpi_env() {
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    export OMPI_MCA_rmaps_base_oversubscribe=1
+}
+
+# run_mpi SECONDS MPIRUN-ARGS...: mpirun bounded by a timeout, so a hung
+# job fails the test (exit 124) instead of stalling ctest; -k 5 kills it
+# when it ignores the TERM. Run in the background (or any subshell) it
+# execs timeout, so $! is timeout's pid as with a bare `timeout ... &` and
+# killing it stops the job.
+run_mpi() {
+    local secs=$1
+    shift
+    if [ "$BASHPID" != "$$" ]; then
+        exec timeout -k 5 "$secs" mpirun --oversubscribe "$@"
+    fi
+    timeout -k 5 "$secs" mpirun --oversubscribe "$@"
+}
