@@ -1,6 +1,6 @@
 /* HTA-compatible analyses of one rank.
  *
- * The pipeline mirrors HTA's (REFERENCE.md section 2) step by step, so
+ * The pipeline mirrors HTA's (docs/ANALYSES.md section 2) step by step, so
  * that default numbers equal HTA's to the microsecond:
  *   1. units   - each event's [start, end) in HTA's time units: when the
  *                trace has fractional ts, HTA rounds start up and end down

@@ -3,7 +3,7 @@
  * Pure computation over one rank's batch: no I/O, no SQLite. The merger
  * runs it at ingest and stores the results; report re-runs it on batches
  * loaded back from the database when the user changes the options.
- * Definitions follow HTA exactly by default (REFERENCE.md section 2). */
+ * Definitions follow HTA exactly by default (docs/ANALYSES.md section 2). */
 #ifndef HM_ANALYSIS_HTA_H
 #define HM_ANALYSIS_HTA_H
 

@@ -23,8 +23,10 @@ static const char report_help_tail[] =
     "\n"
     "options:\n"
     "  -f, --format F   table (default), json or csv\n"
-    "  -r, --ranks L    only these ranks, e.g. 0,2-3\n"
-    "  -s, --steps L    only these ProfilerStep numbers (steps, stragglers, collectives, nvtx)\n"
+    "  -r, --ranks L    only these ranks, e.g. 0,2-3\n";
+
+/* After the --steps line, whose topics come from the table. */
+static const char report_help_options[] =
     "  -a, --all-steps  keep the last ProfilerStep\n"
     "  -n, --top N      kernels per rank in the kernels topic (default 10)\n"
     "      --method M   stragglers: scalasca (default: wait states on aligned enter times)\n"
@@ -45,9 +47,19 @@ static const char report_help_tail[] =
 /* report --help: the topics are those of the table in query/topics.c. */
 static void report_help(FILE *out)
 {
+    const char *sep = "";
+
     fputs(report_help_head, out);
     qry_topics_help(out);
     fputs(report_help_tail, out);
+    fputs("  -s, --steps L    only these ProfilerStep numbers (", out);
+    for (const struct qry_topic *t = qry_topics; t->name; t++)
+        if (t->flags & QRY_TOPIC_STEPS) {
+            fprintf(out, "%s%s", sep, t->name);
+            sep = ", ";
+        }
+    fputs(")\n", out);
+    fputs(report_help_options, out);
 }
 
 static int run_report(const char *path, struct qry_report_opts *o, enum qry_format fmt)

@@ -1,4 +1,4 @@
-/* The clock test hook (ARCHITECTURE.md): a rank started with
+/* The clock test hook (docs/CONTRIBUTING.md, "Testing clocks"): a rank started with
  * HTAMERGE_CLOCK_SKEW_NS=X and optionally HTAMERGE_CLOCK_DRIFT_PPM=P
  * behaves as if its host clock ran X ns ahead and drifted P ppm: every
  * timestamp it takes or reads is moved by X + P * 1e-6 * (t - ref), where

@@ -1,6 +1,6 @@
 /* Chrome trace-event JSON export of a merged database (`htamerge export`).
  * It reads the database and writes JSON; it never changes the database and
- * computes no analysis. Its neighbours: merger/writer.c made the tables,
+ * computes no analysis. Its neighbours: store/ (the writer) made the tables,
  * cli/cmd_export.c owns the output file.
  *
  * What the file holds:
@@ -149,7 +149,7 @@ struct xctx {
     int nwin;
     int64_t origin, next_tid, next_flow;
     struct moved moved;
-    struct qry_jbuf ev, dec;            /* owned: the event being built; decoded strings */
+    struct qry_buf ev, dec;            /* owned: the event being built; decoded strings */
     bool first;
     struct qry_export_stats st;
 };
@@ -246,7 +246,7 @@ static int64_t slice_tid(const struct xctx *x, const struct xtrack *t, int64_t s
 static void ev_start(struct xctx *x)
 {
     x->ev.n = 0;
-    qry_jbuf_puts(&x->ev, x->first ? "\n{" : ",\n{");
+    qry_buf_puts(&x->ev, x->first ? "\n{" : ",\n{");
     x->first = false;
 }
 
@@ -266,28 +266,28 @@ static int write_meta(struct xctx *x, int pid, int64_t tid, const char *what, co
                       int64_t num)
 {
     ev_start(x);
-    qry_jbuf_puts(&x->ev, "\"ph\":\"M\",\"pid\":");
-    qry_jbuf_i64(&x->ev, pid);
+    qry_buf_puts(&x->ev, "\"ph\":\"M\",\"pid\":");
+    qry_json_i64(&x->ev, pid);
     if (tid >= 0) {
-        qry_jbuf_puts(&x->ev, ",\"tid\":");
-        qry_jbuf_i64(&x->ev, tid);
+        qry_buf_puts(&x->ev, ",\"tid\":");
+        qry_json_i64(&x->ev, tid);
     }
-    qry_jbuf_puts(&x->ev, ",\"name\":\"");
-    qry_jbuf_puts(&x->ev, what);
+    qry_buf_puts(&x->ev, ",\"name\":\"");
+    qry_buf_puts(&x->ev, what);
     if (text) {
-        qry_jbuf_puts(&x->ev, "\",\"args\":{\"name\":");
-        qry_jbuf_cstr(&x->ev, text);
+        qry_buf_puts(&x->ev, "\",\"args\":{\"name\":");
+        qry_json_cstr(&x->ev, text);
     } else {
-        qry_jbuf_puts(&x->ev, "\",\"args\":{\"sort_index\":");
-        qry_jbuf_i64(&x->ev, num);
+        qry_buf_puts(&x->ev, "\",\"args\":{\"sort_index\":");
+        qry_json_i64(&x->ev, num);
     }
-    qry_jbuf_puts(&x->ev, "}}");
+    qry_buf_puts(&x->ev, "}}");
     return ev_flush(x);
 }
 
 static void put_ts(struct xctx *x, int64_t ns)
 {
-    qry_jbuf_us(&x->ev, (int64_t)((uint64_t)ns - (uint64_t)x->origin));
+    qry_json_us(&x->ev, (int64_t)((uint64_t)ns - (uint64_t)x->origin));
 }
 
 /* ---- what the file has: ranks, processes, tracks, step windows ---- */
@@ -630,14 +630,14 @@ static int lane_place(struct xctx *x, int ti, int64_t ts, int64_t end)
 }
 
 /* Appends "key":value when the column is not NULL and notes the key. */
-static void arg_i64(struct qry_jbuf *b, const char *key, sqlite3_stmt *st, int col, const char **written, int *n)
+static void arg_i64(struct qry_buf *b, const char *key, sqlite3_stmt *st, int col, const char **written, int *n)
 {
     if (sqlite3_column_type(st, col) == SQLITE_NULL)
         return;
-    qry_jbuf_puts(b, ",\"");
-    qry_jbuf_puts(b, key);
-    qry_jbuf_puts(b, "\":");
-    qry_jbuf_i64(b, sqlite3_column_int64(st, col));
+    qry_buf_puts(b, ",\"");
+    qry_buf_puts(b, key);
+    qry_buf_puts(b, "\":");
+    qry_json_i64(b, sqlite3_column_int64(st, col));
     written[(*n)++] = key;
 }
 
@@ -649,13 +649,13 @@ static void slice_args(struct xctx *x, const struct xtrack *t, sqlite3_stmt *st,
     int n = 2;
     size_t keep;
 
-    qry_jbuf_puts(&x->ev, ",\"args\":{\"slice_id\":");
-    qry_jbuf_i64(&x->ev, sqlite3_column_int64(st, SL_ID));
-    qry_jbuf_puts(&x->ev, ",\"rank\":");
-    qry_jbuf_i64(&x->ev, t->rank);
+    qry_buf_puts(&x->ev, ",\"args\":{\"slice_id\":");
+    qry_json_i64(&x->ev, sqlite3_column_int64(st, SL_ID));
+    qry_buf_puts(&x->ev, ",\"rank\":");
+    qry_json_i64(&x->ev, t->rank);
     if (t->gpu) {
-        qry_jbuf_puts(&x->ev, ",\"stream\":");
-        qry_jbuf_i64(&x->ev, t->ident);
+        qry_buf_puts(&x->ev, ",\"stream\":");
+        qry_json_i64(&x->ev, t->ident);
         written[n++] = "stream";
     }
     arg_i64(&x->ev, "depth", st, SL_DEPTH, written, &n);
@@ -664,17 +664,17 @@ static void slice_args(struct xctx *x, const struct xtrack *t, sqlite3_stmt *st,
     arg_i64(&x->ev, "bytes", st, SL_BYTES, written, &n);
     arg_i64(&x->ev, "step", st, SL_ITERATION, written, &n);
     if (lane > 0) {
-        qry_jbuf_puts(&x->ev, ",\"overlap_lane\":");
-        qry_jbuf_i64(&x->ev, lane);
+        qry_buf_puts(&x->ev, ",\"overlap_lane\":");
+        qry_json_i64(&x->ev, lane);
         written[n++] = "overlap_lane";
     }
     keep = x->ev.n;
-    if (stored && !qry_jbuf_copy_members(stored, (size_t)sqlite3_column_bytes(st, SL_ARGS), written, &x->ev, &x->dec)) {
+    if (stored && !qry_json_copy_members(stored, (size_t)sqlite3_column_bytes(st, SL_ARGS), written, &x->ev, &x->dec)) {
         x->ev.n = keep;   /* not a JSON object: keep it as text */
-        qry_jbuf_puts(&x->ev, ",\"args_text\":");
-        qry_jbuf_str(&x->ev, stored, (size_t)sqlite3_column_bytes(st, SL_ARGS));
+        qry_buf_puts(&x->ev, ",\"args_text\":");
+        qry_json_str(&x->ev, stored, (size_t)sqlite3_column_bytes(st, SL_ARGS));
     }
-    qry_jbuf_puts(&x->ev, "}");
+    qry_buf_puts(&x->ev, "}");
 }
 
 /* Category text: the categories name, or the original text of "other". */
@@ -682,10 +682,10 @@ static void slice_cat(struct xctx *x, sqlite3_stmt *st)
 {
     const char *cat = (const char *)sqlite3_column_text(st, SL_CAT);
     if (sqlite3_column_type(st, SL_CAT_NAME) != SQLITE_NULL && (!cat || !strcmp(cat, "other")))
-        qry_jbuf_str(&x->ev, (const char *)sqlite3_column_text(st, SL_CAT_NAME),
+        qry_json_str(&x->ev, (const char *)sqlite3_column_text(st, SL_CAT_NAME),
                      (size_t)sqlite3_column_bytes(st, SL_CAT_NAME));
     else
-        qry_jbuf_cstr(&x->ev, cat ? cat : "other");
+        qry_json_cstr(&x->ev, cat ? cat : "other");
 }
 
 static int write_slice(struct xctx *x, int ti, sqlite3_stmt *st)
@@ -707,20 +707,20 @@ static int write_slice(struct xctx *x, int ti, sqlite3_stmt *st)
         x->st.moved_slices++;
     }
     ev_start(x);
-    qry_jbuf_puts(&x->ev, "\"ph\":\"X\",\"pid\":");
-    qry_jbuf_i64(&x->ev, t->proc + 1);
-    qry_jbuf_puts(&x->ev, ",\"tid\":");
-    qry_jbuf_i64(&x->ev, t->lanes[lane].tid);
-    qry_jbuf_puts(&x->ev, ",\"ts\":");
+    qry_buf_puts(&x->ev, "\"ph\":\"X\",\"pid\":");
+    qry_json_i64(&x->ev, t->proc + 1);
+    qry_buf_puts(&x->ev, ",\"tid\":");
+    qry_json_i64(&x->ev, t->lanes[lane].tid);
+    qry_buf_puts(&x->ev, ",\"ts\":");
     put_ts(x, ts);
-    qry_jbuf_puts(&x->ev, ",\"dur\":");
-    qry_jbuf_us(&x->ev, dur);
-    qry_jbuf_puts(&x->ev, ",\"name\":");
-    qry_jbuf_str(&x->ev, (const char *)sqlite3_column_text(st, SL_NAME), (size_t)sqlite3_column_bytes(st, SL_NAME));
-    qry_jbuf_puts(&x->ev, ",\"cat\":");
+    qry_buf_puts(&x->ev, ",\"dur\":");
+    qry_json_us(&x->ev, dur);
+    qry_buf_puts(&x->ev, ",\"name\":");
+    qry_json_str(&x->ev, (const char *)sqlite3_column_text(st, SL_NAME), (size_t)sqlite3_column_bytes(st, SL_NAME));
+    qry_buf_puts(&x->ev, ",\"cat\":");
     slice_cat(x, st);
     slice_args(x, t, st, lane);
-    qry_jbuf_puts(&x->ev, "}");
+    qry_buf_puts(&x->ev, "}");
     x->st.slices++;
     return ev_flush(x);
 }
@@ -780,21 +780,21 @@ static int write_counter(struct xctx *x, sqlite3_stmt *st)
     if ((proc = proc_lookup(x, rank, device >= 0, device)) < 0)
         return 0;   /* cannot happen: build_procs added every (rank, device) */
     ev_start(x);
-    qry_jbuf_puts(&x->ev, "\"ph\":\"C\",\"pid\":");
-    qry_jbuf_i64(&x->ev, proc + 1);
-    qry_jbuf_puts(&x->ev, ",\"ts\":");
+    qry_buf_puts(&x->ev, "\"ph\":\"C\",\"pid\":");
+    qry_json_i64(&x->ev, proc + 1);
+    qry_buf_puts(&x->ev, ",\"ts\":");
     put_ts(x, ts);
-    qry_jbuf_puts(&x->ev, ",\"name\":");
-    qry_jbuf_cstr(&x->ev, sqlite3_column_type(st, CN_NAME) == SQLITE_NULL
+    qry_buf_puts(&x->ev, ",\"name\":");
+    qry_json_cstr(&x->ev, sqlite3_column_type(st, CN_NAME) == SQLITE_NULL
                               ? "counter"
                               : (const char *)sqlite3_column_text(st, CN_NAME));
-    qry_jbuf_puts(&x->ev, ",\"args\":{\"value\":");
+    qry_buf_puts(&x->ev, ",\"args\":{\"value\":");
     if (v == floor(v) && fabs(v) < 9e15)
         snprintf(num, sizeof num, "%.0f", v);
     else
         snprintf(num, sizeof num, "%.17g", v);
-    qry_jbuf_puts(&x->ev, num);
-    qry_jbuf_puts(&x->ev, "}}");
+    qry_buf_puts(&x->ev, num);
+    qry_buf_puts(&x->ev, "}}");
     x->st.counters++;
     return ev_flush(x);
 }
@@ -857,24 +857,24 @@ static int write_flow_event(struct xctx *x, const char *ph, int64_t id, const ch
                             const struct flow_end *e, const char *extra)
 {
     ev_start(x);
-    qry_jbuf_puts(&x->ev, "\"ph\":\"");
-    qry_jbuf_puts(&x->ev, ph);
-    qry_jbuf_puts(&x->ev, !strcmp(ph, "f") ? "\",\"bp\":\"e\",\"id\":" : "\",\"id\":");
-    qry_jbuf_i64(&x->ev, id);
-    qry_jbuf_puts(&x->ev, ",\"pid\":");
-    qry_jbuf_i64(&x->ev, e->t->proc + 1);
-    qry_jbuf_puts(&x->ev, ",\"tid\":");
-    qry_jbuf_i64(&x->ev, slice_tid(x, e->t, e->slice));
-    qry_jbuf_puts(&x->ev, ",\"ts\":");
+    qry_buf_puts(&x->ev, "\"ph\":\"");
+    qry_buf_puts(&x->ev, ph);
+    qry_buf_puts(&x->ev, !strcmp(ph, "f") ? "\",\"bp\":\"e\",\"id\":" : "\",\"id\":");
+    qry_json_i64(&x->ev, id);
+    qry_buf_puts(&x->ev, ",\"pid\":");
+    qry_json_i64(&x->ev, e->t->proc + 1);
+    qry_buf_puts(&x->ev, ",\"tid\":");
+    qry_json_i64(&x->ev, slice_tid(x, e->t, e->slice));
+    qry_buf_puts(&x->ev, ",\"ts\":");
     put_ts(x, e->ts);
-    qry_jbuf_puts(&x->ev, ",\"cat\":");
-    qry_jbuf_cstr(&x->ev, cat);
-    qry_jbuf_puts(&x->ev, ",\"name\":");
-    qry_jbuf_cstr(&x->ev, name);
-    qry_jbuf_puts(&x->ev, ",\"args\":{\"slice_id\":");
-    qry_jbuf_i64(&x->ev, e->slice);
-    qry_jbuf_puts(&x->ev, extra);
-    qry_jbuf_puts(&x->ev, "}}");
+    qry_buf_puts(&x->ev, ",\"cat\":");
+    qry_json_cstr(&x->ev, cat);
+    qry_buf_puts(&x->ev, ",\"name\":");
+    qry_json_cstr(&x->ev, name);
+    qry_buf_puts(&x->ev, ",\"args\":{\"slice_id\":");
+    qry_json_i64(&x->ev, e->slice);
+    qry_buf_puts(&x->ev, extra);
+    qry_buf_puts(&x->ev, "}}");
     return ev_flush(x);
 }
 
@@ -975,49 +975,49 @@ static int write_collective_flows(struct xctx *x)
 
 /* ---- the whole file ---- */
 
-static void put_list(struct qry_jbuf *b, const char *key, const int64_t *v, const int *iv, int n)
+static void put_list(struct qry_buf *b, const char *key, const int64_t *v, const int *iv, int n)
 {
-    qry_jbuf_puts(b, ",\"");
-    qry_jbuf_puts(b, key);
-    qry_jbuf_puts(b, n < 0 ? "\":\"all\"" : "\":[");
+    qry_buf_puts(b, ",\"");
+    qry_buf_puts(b, key);
+    qry_buf_puts(b, n < 0 ? "\":\"all\"" : "\":[");
     for (int i = 0; i < n; i++) {
         if (i)
-            qry_jbuf_puts(b, ",");
-        qry_jbuf_i64(b, v ? v[i] : iv[i]);
+            qry_buf_puts(b, ",");
+        qry_json_i64(b, v ? v[i] : iv[i]);
     }
     if (n >= 0)
-        qry_jbuf_puts(b, "]");
+        qry_buf_puts(b, "]");
 }
 
 /* Ends traceEvents and writes what a reader needs to map ts back to the
  * database (origin_ns as a string: a double cannot hold it). */
 static int write_trailer(struct xctx *x)
 {
-    struct qry_jbuf *b = &x->ev;
+    struct qry_buf *b = &x->ev;
     char origin[24];
 
     b->n = 0;
-    qry_jbuf_puts(b, "\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{\"producer\":");
-    qry_jbuf_cstr(b, x->o->producer ? x->o->producer : "htamerge");
-    qry_jbuf_puts(b, ",\"source\":");
-    qry_jbuf_cstr(b, x->o->source ? x->o->source : x->path);
+    qry_buf_puts(b, "\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{\"producer\":");
+    qry_json_cstr(b, x->o->producer ? x->o->producer : "htamerge");
+    qry_buf_puts(b, ",\"source\":");
+    qry_json_cstr(b, x->o->source ? x->o->source : x->path);
     snprintf(origin, sizeof origin, "%" PRId64, x->origin);
-    qry_jbuf_puts(b, ",\"origin_ns\":");
-    qry_jbuf_cstr(b, origin);
-    qry_jbuf_puts(b, ",\"ts_unit\":\"us since origin_ns on the aligned clock\"");
+    qry_buf_puts(b, ",\"origin_ns\":");
+    qry_json_cstr(b, origin);
+    qry_buf_puts(b, ",\"ts_unit\":\"us since origin_ns on the aligned clock\"");
     put_list(b, "ranks", NULL, x->o->ranks, x->o->ranks ? x->o->nranks : -1);
     put_list(b, "steps", x->o->steps, NULL, x->o->steps ? x->o->nsteps : -1);
-    qry_jbuf_puts(b, ",\"slices\":");
-    qry_jbuf_i64(b, x->st.slices);
-    qry_jbuf_puts(b, ",\"moved_slices\":");
-    qry_jbuf_i64(b, x->st.moved_slices);
-    qry_jbuf_puts(b, ",\"launch_flows\":");
-    qry_jbuf_i64(b, x->st.launch_flows);
-    qry_jbuf_puts(b, ",\"collective_flows\":");
-    qry_jbuf_i64(b, x->st.collective_flows);
-    qry_jbuf_puts(b, ",\"counters\":");
-    qry_jbuf_i64(b, x->st.counters);
-    qry_jbuf_puts(b, "}}\n");
+    qry_buf_puts(b, ",\"slices\":");
+    qry_json_i64(b, x->st.slices);
+    qry_buf_puts(b, ",\"moved_slices\":");
+    qry_json_i64(b, x->st.moved_slices);
+    qry_buf_puts(b, ",\"launch_flows\":");
+    qry_json_i64(b, x->st.launch_flows);
+    qry_buf_puts(b, ",\"collective_flows\":");
+    qry_json_i64(b, x->st.collective_flows);
+    qry_buf_puts(b, ",\"counters\":");
+    qry_json_i64(b, x->st.counters);
+    qry_buf_puts(b, "}}\n");
     return ev_flush(x);
 }
 

@@ -25,12 +25,12 @@ static void put_decimal(struct qry_buf *b, bool neg, uint64_t a, int frac_digits
     qry_buf_put(b, p, (size_t)(t + sizeof t - p));
 }
 
-void qry_jbuf_i64(struct qry_buf *b, int64_t v)
+void qry_json_i64(struct qry_buf *b, int64_t v)
 {
     put_decimal(b, v < 0, v < 0 ? 0 - (uint64_t)v : (uint64_t)v, 0);
 }
 
-void qry_jbuf_us(struct qry_buf *b, int64_t ns)
+void qry_json_us(struct qry_buf *b, int64_t ns)
 {
     put_decimal(b, ns < 0, ns < 0 ? 0 - (uint64_t)ns : (uint64_t)ns, 3);
 }
@@ -60,7 +60,7 @@ static size_t utf8_len(const unsigned char *s, size_t left)
 
 /* s[0..len) as a JSON string: quotes, backslashes and control characters
  * escaped, valid UTF-8 kept, each invalid byte replaced by U+FFFD. */
-void qry_jbuf_str(struct qry_buf *b, const char *s, size_t len)
+void qry_json_str(struct qry_buf *b, const char *s, size_t len)
 {
     const unsigned char *u = (const unsigned char *)s;
     size_t i = 0, run = 0;
@@ -89,7 +89,7 @@ void qry_jbuf_str(struct qry_buf *b, const char *s, size_t len)
     qry_buf_put(b, "\"", 1);
 }
 
-void qry_jbuf_cstr(struct qry_buf *b, const char *s) { qry_jbuf_str(b, s ? s : "", s ? strlen(s) : 0); }
+void qry_json_cstr(struct qry_buf *b, const char *s) { qry_json_str(b, s ? s : "", s ? strlen(s) : 0); }
 
 /* ---- copying a stored args object: validated, strings re-escaped ---- */
 
@@ -224,7 +224,7 @@ static bool j_container(struct jcur *c, struct qry_buf *out, struct qry_buf *dec
         if (close == '}') {
             if (!j_string(c, dec))
                 return false;
-            qry_jbuf_str(out, dec->p, dec->n);
+            qry_json_str(out, dec->p, dec->n);
             j_ws(c);
             if (c->p >= c->end || *c->p++ != ':')
                 return false;
@@ -262,7 +262,7 @@ static bool j_value(struct jcur *c, struct qry_buf *out, struct qry_buf *dec)
     case '"':
         if (!j_string(c, dec))
             return false;
-        qry_jbuf_str(out, dec->p, dec->n);
+        qry_json_str(out, dec->p, dec->n);
         return true;
     case 't': return j_literal(c, out, "true");
     case 'f': return j_literal(c, out, "false");
@@ -285,7 +285,7 @@ static bool written_key(const char *const *written, const char *k, size_t n)
 /* Appends the members of the stored args object text to out, each preceded
  * by ','. False (out then holds junk past its old length) when the text is
  * not one JSON object. */
-bool qry_jbuf_copy_members(const char *text, size_t len, const char *const *written, struct qry_buf *out,
+bool qry_json_copy_members(const char *text, size_t len, const char *const *written, struct qry_buf *out,
                            struct qry_buf *dec)
 {
     struct jcur c = {text, text + len, 0};
@@ -306,7 +306,7 @@ bool qry_jbuf_copy_members(const char *text, size_t len, const char *const *writ
             return false;
         skip = written_key(written, dec->p, dec->n);
         qry_buf_put(out, ",", 1);
-        qry_jbuf_str(out, dec->p, dec->n);
+        qry_json_str(out, dec->p, dec->n);
         qry_buf_put(out, ":", 1);
         j_ws(&c);
         if (c.p >= c.end || *c.p++ != ':' || !j_value(&c, out, dec))

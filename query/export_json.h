@@ -11,23 +11,17 @@
 
 #include "buf.h"
 
-/* export_chrome.c, which another part of this refactor owns, still spells
- * the buffer and its appends by their old names; they are buf.h's. */
-#define qry_jbuf qry_buf
-#define qry_jbuf_put qry_buf_put
-#define qry_jbuf_puts qry_buf_puts
-
-void qry_jbuf_i64(struct qry_buf *b, int64_t v);
+void qry_json_i64(struct qry_buf *b, int64_t v);
 
 /* ns as an exact decimal number of microseconds, formatted from integers:
  * 1234567 -> 1234.567, -5 -> -0.005. */
-void qry_jbuf_us(struct qry_buf *b, int64_t ns);
+void qry_json_us(struct qry_buf *b, int64_t ns);
 
 /* s[0..len) as a JSON string: quotes, backslashes and control characters
  * (NUL included) escaped, valid UTF-8 kept, each byte that is not part of
  * valid UTF-8 replaced by \ufffd. */
-void qry_jbuf_str(struct qry_buf *b, const char *s, size_t len);
-void qry_jbuf_cstr(struct qry_buf *b, const char *s);   /* NULL -> "" */
+void qry_json_str(struct qry_buf *b, const char *s, size_t len);
+void qry_json_cstr(struct qry_buf *b, const char *s);   /* NULL -> "" */
 
 /* Appends the members of the JSON object text[0..len) to out, each as
  * ',"key":value', skipping keys listed in written (NULL-terminated): the
@@ -36,7 +30,7 @@ void qry_jbuf_cstr(struct qry_buf *b, const char *s);   /* NULL -> "" */
  * False when text is not exactly one JSON object (nesting deeper than 64
  * counts as not): out then holds junk past its old length, which the
  * caller cuts off. */
-bool qry_jbuf_copy_members(const char *text, size_t len, const char *const *written, struct qry_buf *out,
+bool qry_json_copy_members(const char *text, size_t len, const char *const *written, struct qry_buf *out,
                            struct qry_buf *dec);
 
 #endif

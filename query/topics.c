@@ -1,6 +1,6 @@
 /* The report topics (topics.h): the table, and each topic's builder, which
  * names the queries the topic runs and the arrays its document holds. The
- * shapes are the contract of ARCHITECTURE.md ("report --format json"). */
+ * shapes are a contract (docs/ARCHITECTURE.md, "Report JSON"). */
 #include "topics.h"
 
 #include <stdlib.h>
@@ -8,7 +8,7 @@
 
 #include "hm_sql.h"
 #include "report_int.h"
-#include "straggler_hta.h"
+#include "analysis/cross_rank.h"
 
 /* Run facts, the verdict, the definitions used, then the per-rank numbers
  * and the skipped events. */
@@ -63,13 +63,14 @@ static int build_clocks(sqlite3 *db, const struct qry_report_opts *o, cJSON *doc
     return rc ? rc : qry_report_clock_steps(db, doc, err);
 }
 
-/* The cross-rank verdict (merger/stragglers.c), or HTA's method. */
+/* The cross-rank verdict (analysis/cross_rank/stragglers.c), or HTA's method. */
 static int build_stragglers(sqlite3 *db, const struct qry_report_opts *o, cJSON *doc, struct hm_err *err)
 {
+    const struct xr_hta_opts hta = {o->candidates, o->steps, o->nsteps};
     int rc;
 
     if (o->method && !strcmp(o->method, "hta"))
-        return qry_stragglers_hta(db, o, doc, err);
+        return xr_stragglers_hta(db, &hta, doc, err);
     rc = qry_report_verdict(db, doc, err);
     if (rc == 0)
         rc = qry_report_rows(db, o, hm_sql_report_stragglers_ranks, doc, "ranks", err);

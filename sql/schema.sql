@@ -146,7 +146,7 @@ CREATE TABLE collectives (
     exit_ns    INTEGER   -- aligned end (the slice's ts + dur)
 );
 
--- Collectives matched across ranks (merger/match.c): one row per instance.
+-- Collectives matched across ranks (analysis/cross_rank/match.c): one row per instance.
 -- A rank's rows of one call (record_param_comms CPU op, NCCL kernel,
 -- gloo:/nccl: annotation) count once, timed by the GPU kernel where there is
 -- one, else by the CPU range. Keys, in order: (pg, seq); (comms_id, seq);
@@ -171,7 +171,7 @@ CREATE TABLE collective_instances (
 );
 
 -- Membership of a matched collective: one row per rank present, with
--- Scalasca's wait states (REFERENCE.md section 3) on aligned clocks.
+-- Scalasca's wait states (docs/ANALYSES.md section 3) on aligned clocks.
 CREATE TABLE collective_instance_ranks (
     instance      INTEGER,  -- -> collective_instances.id
     rank          INTEGER,  -- -> ranks.rank
@@ -186,8 +186,8 @@ CREATE TABLE collective_instance_ranks (
     blame_ns      INTEGER   -- on the late rank's row: the waits of all the others, which it caused; else 0
 );
 
--- Straggler verdicts (merger/stragglers.c): one row for the whole run
--- (step NULL) and one per ProfilerStep. The rule is in merger/stragglers.h.
+-- Straggler verdicts (analysis/cross_rank/stragglers.c): one row for the whole run
+-- (step NULL) and one per ProfilerStep. The rule is in analysis/cross_rank/stragglers.h.
 CREATE TABLE straggler_verdicts (
     step        INTEGER,  -- ProfilerStep number; NULL for the whole run
     straggler   INTEGER,  -- the rank that stands out -> ranks.rank; NULL when none does
@@ -198,7 +198,7 @@ CREATE TABLE straggler_verdicts (
     evidence    TEXT      -- one sentence saying why
 );
 
--- Clock checks against collectives (merger/clock_refine.c), one row per
+-- Clock checks against collectives (analysis/cross_rank/clock_refine.c), one row per
 -- rank other than the reference: for offline ingest the fit that refined the
 -- clock, for live runs how well the MPI ping-pong model agrees with the
 -- collectives' exits.
@@ -218,7 +218,7 @@ CREATE TABLE clock_checks (
 );
 
 -- NVTX (and user annotation) ranges matched across ranks by name path and
--- occurrence within their step. Filled by merger/nvtx_stitch.c.
+-- occurrence within their step. Filled by analysis/cross_rank/nvtx_stitch.c.
 CREATE TABLE nvtx_stitched (
     id             INTEGER PRIMARY KEY,  -- stitched range id
     name           INTEGER,  -- range name -> strings.id
@@ -251,7 +251,7 @@ CREATE TABLE nvtx_stitched_ranks (
     gpu_ops      INTEGER   -- number of those GPU ops
 );
 
--- Step breakdown per rank, MLPerf style (merger/step_breakdown.c): each
+-- Step breakdown per rank, MLPerf style (analysis/cross_rank/step_breakdown.c): each
 -- instant of a ProfilerStep goes to exactly one bucket, first match wins:
 -- exposed communication (communication running, no computation kernel),
 -- the forward / backward / optimizer annotation the CPU is inside, compute

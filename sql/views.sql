@@ -110,7 +110,7 @@ LEFT JOIN strings n ON n.id = s.name
 LEFT JOIN collective_instance_ranks m ON m.collective = c.id;
 
 -- Straggler evidence per rank over the matched collectives the straggler
--- analysis counts (merger/stragglers.c; Scalasca's wait states on aligned
+-- analysis counts (analysis/cross_rank/stragglers.c; Scalasca's wait states on aligned
 -- clocks): instances the rank took part in, how often it entered last,
 -- the wait it caused the others (blame_us) and its own wait (wait_us).
 -- The verdict is in straggler_verdicts (step NULL: the whole run).

@@ -1,4 +1,4 @@
-/* Straggler analysis in Scalasca's terms (REFERENCE.md section 3), on
+/* Straggler analysis in Scalasca's terms (docs/ANALYSES.md section 3), on
  * matched collectives with aligned (and repaired) clocks, judged by enter
  * times, never by durations. Per instance and rank: wait at NxN (last enter
  * - own enter) and NxN completion (own exit - first exit); the rank that

@@ -1,4 +1,4 @@
--- report clocks: each rank's clock model (sign convention in ARCHITECTURE.md)
+-- report clocks: each rank's clock model (sign convention: docs/ANALYSES.md section 4)
 -- and its check against the collectives' exits (clock_checks, written by
 -- analysis/cross_rank/clock_refine.c): samples used, the median exit difference to the
 -- reference rank before and after, their scatter, and clock condition

@@ -4,16 +4,16 @@
 # by `htamerge serve` (viewer.test.mjs); then live mode: the page opened on
 # `mpirun -n 2 htamerge --serve` while the job runs (live.test.mjs).
 # Screenshots go to $HM_TMPDIR/browser/.
-# Skips (exit 0) only when chromium or node_modules are missing:
+# Skips (exit 77, which ctest shows as a skip) only when chromium or node_modules are missing:
 #   apt-get install -y chromium nodejs npm && (cd tests/browser && npm ci)
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 H=${HTAMERGE:?path of the htamerge binary}
 SYN=${HTAMERGE_SYNTH:-$(dirname "$H")/htamerge-synth}
 CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
-if [ ! -x "$CHROMIUM" ]; then echo "SKIP: $CHROMIUM not installed (apt-get install -y chromium)"; exit 0; fi
+if [ ! -x "$CHROMIUM" ]; then echo "SKIP: $CHROMIUM not installed (apt-get install -y chromium)"; exit 77; fi
 if [ ! -d "$here/node_modules/playwright-core" ] || ! command -v node >/dev/null; then
-    echo "SKIP: node or tests/browser/node_modules missing (cd tests/browser && npm ci)"; exit 0
+    echo "SKIP: node or tests/browser/node_modules missing (cd tests/browser && npm ci)"; exit 77
 fi
 out=${HM_TMPDIR:-/tmp}/browser
 T=$(mktemp -d "${TMPDIR:-/tmp}/hm_browser.XXXXXX")

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Cross-rank analyses end to end (merger/cross_rank.h): collective matching,
+# Cross-rank analyses end to end (analysis/cross_rank.h): collective matching,
 # clock refinement from collectives, the straggler verdict, NVTX stitching
 # and the step breakdown, on
 #   - htamerge-synth runs (ncclDevKernel allreduces keyed by pg + Seq):

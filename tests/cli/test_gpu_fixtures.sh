@@ -103,7 +103,7 @@ for f in nccl2_clean nccl2_straggler1 nccl4_clean nccl4_straggler1; do
     G=${f:4:1}
     # Every NCCL plugin event (keyed by communicator and seq) is in exactly
     # one instance, matched by comms_id on every rank; torch.profiler's view
-    # of the same calls adds no 'order' instance (merger/match.c rule 6).
+    # of the same calls adds no 'order' instance (analysis/cross_rank/match.c rule 6).
     sql $f "comms_id|88|$G|$G|88" \
         "select match, count(*), min(ranks), max(ranks), count(distinct pg || '/' || seq)
          from collective_instances group by match"
@@ -162,7 +162,7 @@ check "$T/nccl4_clean.stragglers.json" 'd["straggler"] is None and d["evidence"]
 # k-th allreduce of torch.profiler's view has the same process group and
 # size on both ranks and as the k-th NCCL plugin event (by seqNumber), on
 # every one of the 88 -- the two views describe the same calls, which is why
-# the match keeps the plugin's (merger/match.c rule 6).
+# the match keeps the plugin's (analysis/cross_rank/match.c rule 6).
 for f in nccl2_clean nccl2_straggler1 nccl4_clean nccl4_straggler1; do
     n=$((88 * (${f:4:1} - 1)))
     sql $f "$n|$n|$n|$n" "with k as (select rank, in_nelems n, pg, row_number() over (partition by rank order by enter_ns) i

@@ -32,15 +32,15 @@ static void test_numbers(void)
 
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         b.n = 0;
-        qry_jbuf_us(&b, cases[i].ns);
+        qry_json_us(&b, cases[i].ns);
         CHECK_STR(text(&b), cases[i].us);
     }
     b.n = 0;
-    qry_jbuf_i64(&b, INT64_MIN);
+    qry_json_i64(&b, INT64_MIN);
     qry_buf_puts(&b, " ");
-    qry_jbuf_i64(&b, 0);
+    qry_json_i64(&b, 0);
     qry_buf_puts(&b, " ");
-    qry_jbuf_i64(&b, 42);
+    qry_json_i64(&b, 42);
     CHECK_STR(text(&b), "-9223372036854775808 0 42");
     free(b.p);
 }
@@ -53,7 +53,7 @@ static void test_strings(void)
 
     for (int i = 0; i < 256; i++)
         all[i] = (char)i;
-    qry_jbuf_str(&b, all, sizeof all);
+    qry_json_str(&b, all, sizeof all);
     /* Every byte: parses, no raw control character, 0x80..0xFF (not valid
      * UTF-8 alone) each became U+FFFD. */
     doc = cJSON_ParseWithLength(b.p, b.n);
@@ -70,11 +70,11 @@ static void test_strings(void)
     /* Valid UTF-8 (2, 3 and 4 bytes) is kept; overlong, surrogate, too
      * large and truncated sequences are not. */
     b.n = 0;
-    qry_jbuf_cstr(&b, "\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 \xc0\xaf \xed\xa0\x80 \xf4\x90\x80\x80 \xe2\x82");
+    qry_json_cstr(&b, "\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 \xc0\xaf \xed\xa0\x80 \xf4\x90\x80\x80 \xe2\x82");
     CHECK_STR(text(&b), "\"\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 \\ufffd\\ufffd \\ufffd\\ufffd\\ufffd "
                         "\\ufffd\\ufffd\\ufffd\\ufffd \\ufffd\\ufffd\"");
     b.n = 0;
-    qry_jbuf_cstr(&b, NULL);
+    qry_json_cstr(&b, NULL);
     CHECK_STR(text(&b), "\"\"");
     free(b.p);
 }
@@ -89,7 +89,7 @@ static const char *copy(const char *in)
     bool ok;
 
     qry_buf_puts(&b, "{\"rank\":0");
-    ok = qry_jbuf_copy_members(in, strlen(in), written, &b, &dec);
+    ok = qry_json_copy_members(in, strlen(in), written, &b, &dec);
     qry_buf_puts(&b, "}");
     snprintf(out, sizeof out, "%.*s", (int)b.n, b.p);
     free(b.p);
