@@ -1,7 +1,8 @@
 /* Reading a rank back: a live run stores slices before their steps are
  * known, so at the end each rank is read back from the database as one
  * batch (aligned times, no base) for the analyses, and the iterations
- * they assign are written back to the same rows. */
+ * they assign are written back to the same rows; so are the steps found
+ * over a rank of several files (merger/rank_files.c). */
 #include "store/writer_int.h"
 
 #include <stdlib.h>
@@ -235,4 +236,42 @@ int mrg_writer_store_iterations(struct mrg_writer *w, const struct hm_batch *b, 
     }
     sqlite3_finalize(st);
     return 0;
+}
+
+int mrg_writer_drop_steps(struct mrg_writer *w, int rank, int keep_profiler, struct hm_err *err)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = wr_usable(w, err);
+
+    if (rc)
+        return rc;
+    if (sqlite3_prepare_v2(w->db, hm_sql_writer_drop_steps, -1, &st, NULL) != SQLITE_OK)
+        return wr_fail_sql(w, err, "dropping steps");
+    sqlite3_bind_int(st, 1, rank);
+    sqlite3_bind_int(st, 2, keep_profiler ? 1 : 0);
+    rc = wr_step(w, st, err, "dropping steps");
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int mrg_writer_store_steps(struct mrg_writer *w, const struct hm_batch *b, struct hm_err *err)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = wr_usable(w, err);
+
+    if (rc)
+        return rc;
+    if (sqlite3_prepare_v2(w->db, hm_sql_writer_store_steps, -1, &st, NULL) != SQLITE_OK)
+        return wr_fail_sql(w, err, "storing steps");
+    for (size_t k = 0; k < b->steps.n && rc == 0; k++) {
+        const struct hm_step *s = &b->steps.v[k];
+        sqlite3_bind_int(st, 1, b->info.rank);
+        sqlite3_bind_int64(st, 2, s->number);
+        sqlite3_bind_int64(st, 3, s->ts);
+        sqlite3_bind_int64(st, 4, s->dur);
+        sqlite3_bind_text(st, 5, hm_step_source_name(s->source), -1, SQLITE_STATIC);
+        rc = wr_step(w, st, err, "storing steps");
+    }
+    sqlite3_finalize(st);
+    return rc;
 }
