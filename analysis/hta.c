@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "hta_int.h"
+#include "step_source.h"
 
 
 const char *an_kclass_name(enum an_kclass k)
@@ -379,7 +380,15 @@ static int filter_rows(struct hm_batch *b, const struct an_options *opt, struct 
         distinct += !seen;
     }
     c->drop_last = !opt->all_steps && distinct >= 2;
-    if (c->drop_last) {
+    if (c->drop_last && an_steps_source(b) != HM_STEP_PROFILER) {
+        /* Steps of another source: the same rule, at the last step's start. */
+        last_start = INT64_MIN;
+        for (size_t k = 0; k < b->steps.n; k++) {
+            struct hm_slice tmp = {.ts = b->steps.v[k].ts, .dur = b->steps.v[k].dur};
+            to_units(&tmp, c->fractional, &s0, &e0);
+            last_start = s0 > last_start ? s0 : last_start;
+        }
+    } else if (c->drop_last) {
         int64_t step_no;
         last_start = INT64_MIN;
         for (size_t i = 0; i < n; i++) {
@@ -485,6 +494,8 @@ int an_hta_run_modes(struct hm_batch *b, const struct an_options *opts, int nopt
         memset(c.kclass, 0xff, c.nkclass);
         rc = classify(b, &c);
     }
+    if (rc == 0)
+        rc = an_steps_resolve(b, &c);
     if (rc == 0)
         rc = assign_iterations(b, &c);
     if (rc == 0)

@@ -62,6 +62,7 @@ struct an_step {
     int64_t gpu_busy_us;     /* union of GPU ops launched in this step */
     int64_t kernel_count;
     int dropped;             /* 1 if removed by the last-step rule */
+    int source;              /* enum hm_step_source of the rank's steps */
 };
 
 /* Kernel-type labels of HTA's kernel breakdown: a bit per class, so

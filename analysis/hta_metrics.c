@@ -380,7 +380,9 @@ static int one_step(struct an_ctx *c, const struct hm_batch *b, const struct hm_
     o->ts_ns = st->ts;
     o->dur_ns = st->dur;
     o->gpu_busy_us = to_us(c, an_intervals_len(iv, niv));
-    o->dropped = c->drop_last && st->slice < b->slices.n && !c->is_gpu[st->slice] &&
+    o->source = st->source;
+    o->dropped = c->drop_last &&
+                 (st->source != HM_STEP_PROFILER || (st->slice < b->slices.n && !c->is_gpu[st->slice])) &&
                  c->step_start[st - b->steps.v] >= c->last_start;
     free(iv);
     free(v);

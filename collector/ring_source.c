@@ -203,12 +203,36 @@ static void on_slice(struct col_ring *r, const void *p, uint32_t len)
     s->flags = (uint16_t)x.flags;
 }
 
+/* {"domain":"NAME"} for a range of a named NVTX domain: the steps of the
+ * bootstrap's hooks are the ranges "step" of domain "htamerge"
+ * (analysis/step_source.h). */
+static hm_strid domain_args(struct col_ring *r, uint32_t ring_domain)
+{
+    hm_strid d = str_of(r, ring_domain);
+    const char *name = d ? hm_batch_str(r->b, d) : NULL;
+    char buf[256];
+    size_t n = 0;
+
+    if (!name)
+        return 0;
+    n = (size_t)snprintf(buf, sizeof buf, "{\"domain\":\"");
+    for (; *name && n < sizeof buf - 4; name++)
+        if (*name != '"' && *name != '\\' && (unsigned char)*name >= 0x20)
+            buf[n++] = *name;
+    buf[n++] = '"';
+    buf[n++] = '}';
+    return hm_batch_intern(r->b, buf, n);
+}
+
 static void on_nvtx(struct col_ring *r, const void *p, uint32_t len)
 {
     struct hm_ring_nvtx x = {0};
+    struct hm_slice *s;
 
     memcpy(&x, p, len < sizeof x ? len : sizeof x);
-    new_slice(r, HM_TRACK_CPU_THREAD, x.pid, x.tid, x.ts, x.dur, x.name, HM_CAT_NVTX);
+    s = new_slice(r, HM_TRACK_CPU_THREAD, x.pid, x.tid, x.ts, x.dur, x.name, HM_CAT_NVTX);
+    if (s && x.domain)
+        s->args = domain_args(r, x.domain);
 }
 
 static void on_nccl(struct col_ring *r, const void *p, uint32_t len)

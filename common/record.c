@@ -66,3 +66,22 @@ const char *hm_skip_name(enum hm_skip_reason r)
     default: return "unknown";
     }
 }
+
+const char *hm_step_source_name(enum hm_step_source s)
+{
+    switch (s) {
+    case HM_STEP_PROFILER: return "profiler";
+    case HM_STEP_HOOKS: return "hooks";
+    case HM_STEP_NVTX: return "nvtx";
+    case HM_STEP_INFERRED: return "inferred";
+    default: return "unknown";
+    }
+}
+
+enum hm_step_source hm_step_source_parse(const char *s)
+{
+    for (int i = 1; s && i < HM_STEP__COUNT; i++)
+        if (!strcmp(s, hm_step_source_name((enum hm_step_source)i)))
+            return (enum hm_step_source)i;
+    return HM_STEP_PROFILER;
+}

@@ -105,12 +105,28 @@ struct hm_counter {
     int32_t pad;
 };
 
-/* One ProfilerStep#N range on the CPU. */
+/* Where a rank's steps came from (hm_step.source, steps.source), in the
+ * order of priority: a rank's steps all come from the first source that
+ * has any (analysis/step_source.h). Values go on the wire: append only. */
+enum hm_step_source {
+    HM_STEP_PROFILER = 0, /* Kineto ProfilerStep#N */
+    HM_STEP_HOOKS,        /* NVTX ranges "step" in domain "htamerge" (the bootstrap) */
+    HM_STEP_NVTX,         /* user NVTX / record_function ranges with a step-like name */
+    HM_STEP_INFERRED,     /* cut from the period of the collective, NVTX or kernel stream */
+    HM_STEP__COUNT
+};
+const char *hm_step_source_name(enum hm_step_source s); /* "profiler", ... */
+enum hm_step_source hm_step_source_parse(const char *s); /* NULL or unknown: profiler */
+
+#define HM_STEP_NO_SLICE UINT32_MAX /* hm_step.slice of a step with no slice (inferred) */
+
+/* One step: a ProfilerStep#N range on the CPU, or a step of another source. */
 struct hm_step {
-    int64_t number;      /* N of ProfilerStep#N */
+    int64_t number;      /* N of ProfilerStep#N (other sources: see hm_step_source) */
     int64_t ts, dur;
-    uint32_t slice;      /* index of its slice */
-    uint32_t pad;
+    uint32_t slice;      /* index of its slice; HM_STEP_NO_SLICE if none */
+    uint8_t source;      /* enum hm_step_source; 0 = profiler */
+    uint8_t pad[3];
 };
 
 /* Events a source saw but did not keep, by reason; stored per rank. */

@@ -44,6 +44,10 @@
  *                    id name | sv device)
  *   7   STEPS        uv n | n x (sv number | sv ts - previous step's ts | sv dur |
  *                    uv slice)
+ *   8   STEP_SOURCES uv n | n x uv source (enum hm_step_source of steps[i]; n =
+ *                    the STEPS count). Written only when a step's source is not
+ *                    0 (profiler): a reader without it takes every step as a
+ *                    ProfilerStep, which is what such a batch holds.
  *
  * Records keep the batch's order. Indexes are checked: slice.track < tracks,
  * collective.slice and step.slice < slices. Pad fields are not sent. The
@@ -75,6 +79,7 @@ enum {
     SEC_COLLECTIVES,
     SEC_COUNTERS,
     SEC_STEPS,
+    SEC_STEP_SOURCES,
     SEC__END
 };
 
@@ -94,6 +99,7 @@ _Static_assert(sizeof(struct hm_rank_info) == 64 + 8 * HM_SKIP__COUNT,
 
 static const char *const sec_names[SEC__END] = {
     "header", "strings", "info", "tracks", "slices", "collectives", "counters", "steps",
+    "step sources",
 };
 
 /* ---- Integer coding, shared by both directions ---- */
@@ -421,13 +427,34 @@ static int enc_steps(struct wb *w, const struct hm_batch *b, struct hm_err *err)
     return 0;
 }
 
+/* Whether the batch needs SEC_STEP_SOURCES: a step of a source other than
+ * the profiler (absent otherwise, so such messages are as before). */
+static int has_step_sources(const struct hm_batch *b)
+{
+    for (size_t i = 0; i < b->steps.n; i++)
+        if (b->steps.v[i].source != HM_STEP_PROFILER)
+            return 1;
+    return 0;
+}
+
+static int enc_step_sources(struct wb *w, const struct hm_batch *b, struct hm_err *err)
+{
+    (void)err;
+    if (wb_room(w, MAX_UV + b->steps.n * MAX_UV))
+        return HM_ENOMEM;
+    w->len = (size_t)(put_uv(w->base + w->len, b->steps.n) - w->base);
+    for (size_t i = 0; i < b->steps.n; i++)
+        w->len = (size_t)(put_uv(w->base + w->len, b->steps.v[i].source) - w->base);
+    return 0;
+}
+
 typedef int (*enc_fn)(struct wb *, const struct hm_batch *, struct hm_err *);
 
 static const enc_fn encoders[SEC__END] = {
     [SEC_STRINGS] = enc_strings,         [SEC_INFO] = enc_info,
     [SEC_TRACKS] = enc_tracks,           [SEC_SLICES] = enc_slices,
     [SEC_COLLECTIVES] = enc_collectives, [SEC_COUNTERS] = enc_counters,
-    [SEC_STEPS] = enc_steps,
+    [SEC_STEPS] = enc_steps,             [SEC_STEP_SOURCES] = enc_step_sources,
 };
 
 /* A first guess at the message size, so that most encodes never realloc. */
@@ -465,6 +492,8 @@ int hm_wire_encode(const struct hm_batch *b, uint8_t **buf, size_t *len, struct 
         goto nomem;
     w.len = HM_WIRE_HEADER_SIZE;
     for (unsigned id = SEC_STRINGS; id < SEC__END; id++) {
+        if (id == SEC_STEP_SOURCES && !has_step_sources(b))
+            continue;
         if (sec_begin(&w, id, &len_at))
             goto nomem;
         rc = encoders[id](&w, b, err);
@@ -476,7 +505,7 @@ int hm_wire_encode(const struct hm_batch *b, uint8_t **buf, size_t *len, struct 
     }
     if (wb_room(&w, HM_WIRE_TRAILER_SIZE))
         goto nomem;
-    put_header(&w, b, SEC__END - SEC_STRINGS);
+    put_header(&w, b, SEC__END - SEC_STRINGS - !has_step_sources(b));
     put_le(w.base + w.len, crc_of(w.base, w.len), 4);
     *buf = w.base;
     *len = w.len + HM_WIRE_TRAILER_SIZE;
@@ -768,7 +797,24 @@ static int dec_steps(struct rd *r, struct dec *d)
         s->ts = u2i(ts);
         s->dur = rd_sv(r);
         s->slice = rd_ref(r, d->b->slices.n, "step slice index out of range");
+        s->source = HM_STEP_PROFILER;
+        memset(s->pad, 0, sizeof s->pad);
         d->b->steps.n = i + 1;
+    }
+    return 0;
+}
+
+static int dec_step_sources(struct rd *r, struct dec *d)
+{
+    size_t n = rd_count(r, 1, UINT32_MAX);
+
+    if (!r->bad && n != d->b->steps.n) {
+        rd_fail(r, r->p, "step sources do not match the steps");
+        return 0;
+    }
+    for (size_t i = 0; i < n && !r->bad; i++) {
+        uint64_t v = rd_uv(r);
+        d->b->steps.v[i].source = (uint8_t)(v < HM_STEP__COUNT ? v : HM_STEP_INFERRED);
     }
     return 0;
 }
@@ -779,7 +825,7 @@ static const dec_fn decoders[SEC__END] = {
     [SEC_STRINGS] = dec_strings,         [SEC_INFO] = dec_info,
     [SEC_TRACKS] = dec_tracks,           [SEC_SLICES] = dec_slices,
     [SEC_COLLECTIVES] = dec_collectives, [SEC_COUNTERS] = dec_counters,
-    [SEC_STEPS] = dec_steps,
+    [SEC_STEPS] = dec_steps,             [SEC_STEP_SOURCES] = dec_step_sources,
 };
 
 /* Decodes one section whose header r is at; leaves r after its body.

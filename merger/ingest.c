@@ -23,6 +23,7 @@
 #include "store/writer.h"
 #include "common/monotime.h"
 #include "common/strtab.h"
+#include "rank_files.h"
 
 struct pool {
     char *const *files;          /* borrowed */
@@ -123,10 +124,9 @@ static int resolve_rank(struct mrg_store *p, size_t i, struct hm_batch *b, struc
     if (b->info.rank < 0)
         return hm_err_set(err, HM_EFORMAT, p->files[i], -1, "negative rank %d", b->info.rank);
     rc = claim_rank(ranks, b->info.rank, i, &prev);
-    if (rc == HM_EDUP)
-        return hm_err_set(err, HM_EDUP, p->files[i], -1, "rank %d is also claimed by %s",
-                          b->info.rank, p->files[prev]);
-    return rc;
+    if (rc == HM_EDUP) /* 1: more files of the rank (rank_files.h) */
+        return mrg_rank_files_join(&p->rfiles, i, b, p->files, err);
+    return rc ? rc : mrg_rank_files_note(&p->rfiles, i, b);
 }
 
 static void count_batch(struct mrg_ingest_stats *st, const struct hm_batch *b, const char *path)
@@ -295,18 +295,21 @@ int mrg_store_slot(struct mrg_store *p, size_t i, struct mrg_slot *s, struct hm_
     }
     if (rc == 0)
         rc = resolve_rank(p, i, s->batch, &s->err);
+    int more = rc == 1; /* another file of a stored rank: analysed at the end */
+    if (more)
+        rc = 0;
     if (rc == 0) {
         s->res[0].rank = s->res[1].rank = s->batch->info.rank;
-        rc = guess_shift(p, s->batch, &s->err);
+        rc = more ? 0 : guess_shift(p, s->batch, &s->err);
         if (rc == 0)
             rc = mrg_writer_add_batch(w, s->batch, &s->err);
-        if (rc == 0)
+        if (rc == 0 && !more)
             rc = mrg_writer_add_analysis(w, &s->res[0], "hta", &s->err);
-        if (rc == 0)
+        if (rc == 0 && !more)
             rc = mrg_writer_add_analysis(w, &s->res[1], "all_steps", &s->err);
         if (rc == 0) {
             count_batch(st, s->batch, p->files[i]);
-            st->ranks++;
+            st->ranks += !more;
         }
     }
     if (rc != 0) {
@@ -389,6 +392,9 @@ static int drain(struct pool *p, struct mrg_writer *w, struct mrg_ingest_stats *
         if (p->opts->progress && rc == 0)
             p->opts->progress(p->opts->progress_ctx, st, total, 0);
     }
+    if (rc == 0)
+        rc = mrg_rank_files_finish(store.rfiles, w, err);
+    mrg_rank_files_free(store.rfiles);
     free(store.ranks.owner);
     free(store.guess.calls);
     if (getenv("HTAMERGE_STATS"))

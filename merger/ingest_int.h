@@ -44,6 +44,7 @@ struct mrg_store {
     struct mrg_ingest_stats *st;  /* borrowed */
     struct rank_map ranks;        /* owned: free(ranks.owner) */
     struct mrg_clock_guess guess; /* owned when guess.on: free(guess.calls) */
+    struct mrg_rank_files *rfiles; /* owned: several files of one rank (rank_files.h) */
 };
 
 /* Stores file i (analysing it first if needed); a failed file is skipped

@@ -15,6 +15,7 @@
 #include "common/wire.h"
 #include "analysis/cross_rank.h"
 #include "ingest_int.h"
+#include "rank_files.h"
 #include "common/monotime.h"
 
 static int cmp_path(const void *key, const void *elem)
@@ -144,6 +145,9 @@ int mrg_ingest_mpi_merge(char *const *files, size_t nfiles, int size, const stru
             rc = r;
     }
     say_goodbye(size);
+    if (rc == 0)
+        rc = mrg_rank_files_finish(s.rfiles, s.w, err); /* ranks of several files */
+    mrg_rank_files_free(s.rfiles);
     if (rc == 0 && stats->ranks == 0)
         rc = hm_err_set(err, HM_EFORMAT, NULL, -1, "none of the %zu files could be read", nfiles);
     if (rc == 0)

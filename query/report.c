@@ -15,6 +15,7 @@
 #include "hm_sql.h"
 #include "sql_guard.h"
 #include "store/columns.h"
+#include "window.h"
 
 /* The columns each query's reader takes by position (store/columns.h). */
 #define META_COLUMNS(X) X(META_VALUE, "value")
@@ -95,7 +96,7 @@ static int step_wanted(const struct qry_report_opts *o, const cJSON *row)
     return 0;
 }
 
-static int sql_error(sqlite3 *db, const char *what, struct hm_err *err)
+int qry_report_sql_error(sqlite3 *db, const char *what, struct hm_err *err)
 {
     return hm_err_set(err, HM_ESQL, sqlite3_db_filename(db, "main"), -1, "report %s: %s", what, sqlite3_errmsg(db));
 }
@@ -108,7 +109,7 @@ int qry_report_rows(sqlite3 *db, const struct qry_report_opts *o, const char *sq
     int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
 
     if (rc != SQLITE_OK)
-        return sql_error(db, key, err);
+        return qry_report_sql_error(db, key, err);
     if (sqlite3_bind_parameter_count(st) >= 1)
         sqlite3_bind_text(st, 1, o->all_steps ? "all_steps" : "hta", -1, SQLITE_STATIC);
     if (sqlite3_bind_parameter_count(st) >= 2)
@@ -123,19 +124,19 @@ int qry_report_rows(sqlite3 *db, const struct qry_report_opts *o, const char *sq
             cJSON_Delete(row);
     }
     sqlite3_finalize(st);
-    return rc == SQLITE_DONE ? 0 : sql_error(db, key, err);
+    return rc == SQLITE_DONE ? 0 : qry_report_sql_error(db, key, err);
 }
 
-/* Whether the file's ranks table has the clock step columns (files written
- * before them have not). */
-static int has_clock_steps(sqlite3 *db)
+int qry_has_column(sqlite3 *db, const char *table, const char *column)
 {
-    const char *has = "SELECT 1 FROM pragma_table_info('ranks') WHERE name = 'clock_step_ns'";
     sqlite3_stmt *st = NULL;
     int have = 0;
 
-    if (sqlite3_prepare_v2(db, has, -1, &st, NULL) == SQLITE_OK)
+    if (sqlite3_prepare_v2(db, "SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2", -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, column, -1, SQLITE_STATIC);
         have = sqlite3_step(st) == SQLITE_ROW;
+    }
     sqlite3_finalize(st);
     return have;
 }
@@ -160,15 +161,15 @@ int qry_report_clock_steps(sqlite3 *db, cJSON *doc, struct hm_err *err)
     sqlite3_stmt *st = NULL;
     int rc = SQLITE_DONE;
 
-    if (has_clock_steps(db)) {
+    if (qry_has_column(db, "ranks", "clock_step_ns")) { /* files written before it have not */
         if (sqlite3_prepare_v2(db, hm_sql_report_clocks_steps, -1, &st, NULL) != SQLITE_OK)
-            return sql_error(db, "clocks", err);
+            return qry_report_sql_error(db, "clocks", err);
         HM_COLUMNS_CHECK(st, clock_step_names);
         while ((rc = sqlite3_step(st)) == SQLITE_ROW)
             put_clock_step(st, ranks);
         sqlite3_finalize(st);
         if (rc != SQLITE_DONE)
-            return sql_error(db, "clocks", err);
+            return qry_report_sql_error(db, "clocks", err);
     }
     cJSON_ArrayForEach(row, ranks) {
         if (!cJSON_GetObjectItemCaseSensitive(row, "step_ns")) {
@@ -281,7 +282,7 @@ int qry_report_verdict(sqlite3 *db, cJSON *doc, struct hm_err *err)
     const unsigned char *ev = NULL;
 
     if (rc != SQLITE_OK)
-        return sql_error(db, "stragglers", err);
+        return qry_report_sql_error(db, "stragglers", err);
     HM_COLUMNS_CHECK(st, verdict_names);
     if (sqlite3_step(st) == SQLITE_ROW) {
         if (sqlite3_column_type(st, VERDICT_RANK) == SQLITE_INTEGER)
@@ -330,6 +331,8 @@ int qry_report_build(sqlite3 *db, const struct qry_report_opts *o, cJSON **out, 
     rc = t->flags & QRY_TOPIC_GPU_TIME ? qry_report_recording_note(db, doc, err) : 0;
     if (rc == 0)
         rc = t->build(db, o, doc, err);
+    if (rc == 0 && (t->flags & QRY_TOPIC_WINDOW))
+        rc = qry_report_window(db, o, doc, err); /* what the figures cover */
     if (rc != 0) {
         cJSON_Delete(doc);
         return rc;

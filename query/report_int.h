@@ -10,6 +10,9 @@
 #include "common/err.h"
 #include "report.h"
 
+/* HM_ESQL "report WHAT: <sqlite's message>" on db's file. */
+int qry_report_sql_error(sqlite3 *db, const char *what, struct hm_err *err);
+
 /* Runs sql (binding ?1 = "hta" or "all_steps", ?2 = top kernels) and adds
  * its rows, as objects, to the array doc[key], keeping those of o's ranks
  * and steps. */
@@ -26,6 +29,10 @@ int qry_report_verdict(sqlite3 *db, cJSON *doc, struct hm_err *err);
 
 /* doc.gpu_recording when live capture paused CUPTI; nothing otherwise. */
 int qry_report_recording_note(sqlite3 *db, cJSON *doc, struct hm_err *err);
+
+/* Whether the file's table has the column (files written before a column
+ * was added have not). */
+int qry_has_column(sqlite3 *db, const char *table, const char *column);
 
 /* Adds each rank's clock step (step_ns, step_at_ns; null in older files)
  * to the rows of doc.ranks. */

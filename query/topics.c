@@ -8,6 +8,7 @@
 
 #include "hm_sql.h"
 #include "report_int.h"
+#include "window.h"
 #include "analysis/cross_rank.h"
 
 /* Run facts, the verdict, the definitions used, then the per-rank numbers
@@ -54,6 +55,9 @@ static int build_kernels(sqlite3 *db, const struct qry_report_opts *o, cJSON *do
 static int build_steps(sqlite3 *db, const struct qry_report_opts *o, cJSON *doc, struct hm_err *err)
 {
     int rc = qry_report_rows(db, o, hm_sql_report_steps, doc, "steps", err);
+
+    if (rc == 0)
+        rc = qry_report_step_sources(db, doc, err);
     return rc ? rc : qry_report_rows(db, o, hm_sql_report_step_breakdown, doc, "breakdown", err);
 }
 
@@ -91,13 +95,14 @@ static int build_nvtx(sqlite3 *db, const struct qry_report_opts *o, cJSON *doc, 
 
 const struct qry_topic qry_topics[] = {
     {"summary", "run facts, per-rank headline numbers, skipped events (default)", 0, build_summary},
-    {"temporal", "GPU time per rank: idle / compute / non-compute, as HTA computes it", QRY_TOPIC_GPU_TIME,
-     build_temporal},
-    {"overlap", "share of communication time overlapped by computation, per rank", QRY_TOPIC_GPU_TIME,
-     build_overlap},
-    {"idle", "GPU idle time per stream: host wait / kernel wait / other", QRY_TOPIC_GPU_TIME, build_idle},
-    {"kernels", "time per kernel type (HTA's kernel breakdown) and top kernels per rank", QRY_TOPIC_GPU_TIME,
-     build_kernels},
+    {"temporal", "GPU time per rank: idle / compute / non-compute, as HTA computes it",
+     QRY_TOPIC_GPU_TIME | QRY_TOPIC_WINDOW, build_temporal},
+    {"overlap", "share of communication time overlapped by computation, per rank",
+     QRY_TOPIC_GPU_TIME | QRY_TOPIC_WINDOW, build_overlap},
+    {"idle", "GPU idle time per stream: host wait / kernel wait / other",
+     QRY_TOPIC_GPU_TIME | QRY_TOPIC_WINDOW, build_idle},
+    {"kernels", "time per kernel type (HTA's kernel breakdown) and top kernels per rank",
+     QRY_TOPIC_GPU_TIME | QRY_TOPIC_WINDOW, build_kernels},
     {"steps",
      "ProfilerStep iterations per rank, and each step broken down into\n"
      "            forward / backward / optimizer / compute / exposed communication / other",

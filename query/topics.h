@@ -19,6 +19,7 @@
 enum qry_topic_flags {
     QRY_TOPIC_STEPS = 1u << 0,     /* --steps applies; the others cover the whole run */
     QRY_TOPIC_GPU_TIME = 1u << 1,  /* built on kernel times: says when CUPTI paused (gpu_recording) */
+    QRY_TOPIC_WINDOW = 1u << 2,    /* per-rank figures over the steps: labels them when not ProfilerSteps (window.h) */
 };
 
 struct qry_topic {

@@ -270,8 +270,9 @@ CREATE TABLE step_breakdown (
     PRIMARY KEY (rank, step)
 );
 
--- ProfilerStep#N ranges per rank; the analysis columns are filled from the
--- HTA-definition results (a_* mode 'hta').
+-- Steps per rank: ProfilerStep#N ranges, or where a rank has none, steps
+-- from another source (column source, analysis/step_source.h); the analysis
+-- columns are filled from the HTA-definition results (a_* mode 'hta').
 CREATE TABLE steps (
     rank         INTEGER,  -- -> ranks.rank
     number       INTEGER,  -- N of ProfilerStep#N
@@ -281,6 +282,7 @@ CREATE TABLE steps (
     gpu_busy_us  INTEGER,  -- union of GPU work launched in the step, us; NULL until analysed
     kernel_count INTEGER,  -- GPU kernels launched in the step; NULL until analysed
     dropped      INTEGER,  -- 1 if HTA's rule drops it (the last step); NULL until analysed
+    source       TEXT,     -- profiler (ProfilerStep#N), hooks (NVTX "step" ranges in domain htamerge, numbered 1.. in order), nvtx (user ranges with a step-like name), inferred (cut from the period of the collective, NVTX or kernel stream; slice NULL)
     PRIMARY KEY (rank, number)
 );
 

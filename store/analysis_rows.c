@@ -119,6 +119,7 @@ static int analysis_steps(struct mrg_writer *w, const struct an_rank_result *r,
         sqlite3_bind_int64(st, 5, s->gpu_busy_us);
         sqlite3_bind_int64(st, 6, s->kernel_count);
         sqlite3_bind_int(st, 7, s->dropped ? 1 : 0);
+        sqlite3_bind_text(st, 8, hm_step_source_name(s->source), -1, SQLITE_STATIC);
         if ((rc = wr_step(w, st, err, "storing a step's analysis")))
             return rc;
     }

@@ -185,6 +185,26 @@ static int reopen_check(struct mrg_writer *w, struct hm_err *err)
     return rc;
 }
 
+#define HAS_COLUMN_COLUMNS(X) X(HC_HAVE, "have")
+enum { HAS_COLUMN_COLUMNS(HM_COLUMN_ENUM) };
+static const char *const has_column_names[] = {HAS_COLUMN_COLUMNS(HM_COLUMN_NAME)};
+
+/* A file from before steps.source gets the column, so that the re-analysis
+ * can store each step's source. */
+static int add_steps_source(struct mrg_writer *w, struct hm_err *err)
+{
+    sqlite3_stmt *st = NULL;
+    int have = 0;
+
+    if (sqlite3_prepare_v2(w->db, hm_sql_writer_has_steps_source, -1, &st, NULL) != SQLITE_OK)
+        return wr_fail_sql(w, err, "reading the schema");
+    HM_COLUMNS_CHECK(st, has_column_names);
+    if (sqlite3_step(st) == SQLITE_ROW)
+        have = sqlite3_column_int(st, HC_HAVE) > 0;
+    sqlite3_finalize(st);
+    return have ? 0 : wr_exec(w, hm_sql_writer_add_steps_source, err, "adding steps.source");
+}
+
 struct mrg_writer *mrg_writer_reopen(const char *path, struct hm_err *err)
 {
     struct mrg_writer *w;
@@ -213,7 +233,7 @@ struct mrg_writer *mrg_writer_reopen(const char *path, struct hm_err *err)
      * to the file as it was, which only a journal can do. */
     if (wr_exec(w, "PRAGMA cache_size = -262144", err, "setting up the database") ||
         wr_exec(w, "BEGIN IMMEDIATE", err, "starting the re-analysis") || reopen_check(w, err) ||
-        wr_prepare_statements(w, err))
+        add_steps_source(w, err) || wr_prepare_statements(w, err))
         goto fail;
     return w;
 fail:

@@ -1,7 +1,8 @@
 /* Reading a rank back: a live run stores slices before their steps are
  * known, so at the end each rank is read back from the database as one
  * batch (aligned times, no base) for the analyses, and the iterations
- * they assign are written back to the same rows. */
+ * they assign are written back to the same rows; so are the steps found
+ * over a rank of several files (merger/rank_files.c). */
 #include "store/writer_int.h"
 
 #include <stdlib.h>
@@ -39,7 +40,8 @@ static int64_t col_opt(sqlite3_stmt *st, int col)
 #define LOAD_SLICE_COLUMNS(X)                                                                     \
     X(LS_TS, "ts") X(LS_DUR, "dur") X(LS_NAME, "name") X(LS_CAT, "cat")                            \
     X(LS_CORRELATION, "correlation") X(LS_EXTERNAL_ID, "external_id") X(LS_BYTES, "bytes")         \
-    X(LS_FLAGS, "flags") X(LS_GPU, "gpu") X(LS_PID, "pid") X(LS_TID, "tid") X(LS_ID, "id")
+    X(LS_FLAGS, "flags") X(LS_GPU, "gpu") X(LS_PID, "pid") X(LS_TID, "tid") X(LS_ID, "id")             \
+    X(LS_NVTX_ARGS, "nvtx_args")
 enum { LOAD_SLICE_COLUMNS(HM_COLUMN_ENUM) LS__COUNT };
 static const char *const load_slice_names[] = {LOAD_SLICE_COLUMNS(HM_COLUMN_NAME)};
 
@@ -64,6 +66,9 @@ static int read_slice(const struct mrg_writer *w, sqlite3_stmt *st, struct hm_ba
     s->flags = (uint16_t)sqlite3_column_int(st, LS_FLAGS);
     s->track = (uint32_t)t;
     s->iteration = HM_NONE;
+    if (sqlite3_column_type(st, LS_NVTX_ARGS) == SQLITE_TEXT) /* NVTX domain: step_source.h */
+        s->args = hm_batch_intern(b, (const char *)sqlite3_column_text(st, LS_NVTX_ARGS),
+                                  (size_t)sqlite3_column_bytes(st, LS_NVTX_ARGS));
     if (hm_vec_reserve((void **)ids, cap, b->slices.n, sizeof **ids))
         return HM_ENOMEM;
     (*ids)[b->slices.n - 1] = sqlite3_column_int64(st, LS_ID);
@@ -100,7 +105,8 @@ static int cmp_i64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-#define LOAD_STEP_COLUMNS(X) X(LP_NUMBER, "number") X(LP_TS, "ts") X(LP_DUR, "dur") X(LP_SLICE, "slice")
+#define LOAD_STEP_COLUMNS(X) \
+    X(LP_NUMBER, "number") X(LP_TS, "ts") X(LP_DUR, "dur") X(LP_SLICE, "slice") X(LP_SOURCE, "source")
 enum { LOAD_STEP_COLUMNS(HM_COLUMN_ENUM) LP__COUNT };
 static const char *const load_step_names[] = {LOAD_STEP_COLUMNS(HM_COLUMN_NAME)};
 
@@ -126,6 +132,7 @@ static int load_steps(struct mrg_writer *w, int rank, struct hm_batch *b, const 
         int64_t id = sqlite3_column_int64(st, LP_SLICE);
         const int64_t *hit = ids ? bsearch(&id, ids, b->slices.n, sizeof *ids, cmp_i64) : NULL;
         p->slice = hit ? (uint32_t)(hit - ids) : UINT32_MAX; /* position in load order */
+        p->source = (uint8_t)hm_step_source_parse((const char *)sqlite3_column_text(st, LP_SOURCE));
     }
     sqlite3_finalize(st);
     return rc == SQLITE_DONE ? 0 : wr_fail_sql(w, err, "loading steps");
@@ -229,4 +236,42 @@ int mrg_writer_store_iterations(struct mrg_writer *w, const struct hm_batch *b, 
     }
     sqlite3_finalize(st);
     return 0;
+}
+
+int mrg_writer_drop_steps(struct mrg_writer *w, int rank, int keep_profiler, struct hm_err *err)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = wr_usable(w, err);
+
+    if (rc)
+        return rc;
+    if (sqlite3_prepare_v2(w->db, hm_sql_writer_drop_steps, -1, &st, NULL) != SQLITE_OK)
+        return wr_fail_sql(w, err, "dropping steps");
+    sqlite3_bind_int(st, 1, rank);
+    sqlite3_bind_int(st, 2, keep_profiler ? 1 : 0);
+    rc = wr_step(w, st, err, "dropping steps");
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int mrg_writer_store_steps(struct mrg_writer *w, const struct hm_batch *b, struct hm_err *err)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = wr_usable(w, err);
+
+    if (rc)
+        return rc;
+    if (sqlite3_prepare_v2(w->db, hm_sql_writer_store_steps, -1, &st, NULL) != SQLITE_OK)
+        return wr_fail_sql(w, err, "storing steps");
+    for (size_t k = 0; k < b->steps.n && rc == 0; k++) {
+        const struct hm_step *s = &b->steps.v[k];
+        sqlite3_bind_int(st, 1, b->info.rank);
+        sqlite3_bind_int64(st, 2, s->number);
+        sqlite3_bind_int64(st, 3, s->ts);
+        sqlite3_bind_int64(st, 4, s->dur);
+        sqlite3_bind_text(st, 5, hm_step_source_name(s->source), -1, SQLITE_STATIC);
+        rc = wr_step(w, st, err, "storing steps");
+    }
+    sqlite3_finalize(st);
+    return rc;
 }

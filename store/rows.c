@@ -82,7 +82,7 @@ static int check_batch(struct mrg_writer *w, const struct hm_batch *b, struct hm
         if (b->collectives.v[i].slice >= b->slices.n)
             return wr_refuse(w, err, HM_EFORMAT, rank, "collective refers to a missing slice");
     for (size_t i = 0; i < b->steps.n; i++)
-        if (b->steps.v[i].slice >= b->slices.n)
+        if (b->steps.v[i].slice >= b->slices.n && b->steps.v[i].slice != HM_STEP_NO_SLICE)
             return wr_refuse(w, err, HM_EFORMAT, rank, "step refers to a missing slice");
     return 0;
 }
@@ -230,9 +230,13 @@ static int insert_counters_steps(struct mrg_writer *w, struct bctx *c, struct hm
         int64_t ts = wr_align_ts(c, k->ts);
         sqlite3_bind_int(st, 1, c->rank);
         sqlite3_bind_int64(st, 2, k->number);
-        sqlite3_bind_int64(st, 3, slice_id(w, c, k->slice));
+        if (k->slice == HM_STEP_NO_SLICE)
+            sqlite3_bind_null(st, 3);
+        else
+            sqlite3_bind_int64(st, 3, slice_id(w, c, k->slice));
         sqlite3_bind_int64(st, 4, ts);
         sqlite3_bind_int64(st, 5, wr_align_ts(c, hm_add_wrap(k->ts, k->dur)) - ts);
+        sqlite3_bind_text(st, 6, hm_step_source_name(k->source), -1, SQLITE_STATIC);
         if ((rc = wr_step(w, st, err, "storing a step")))
             return rc;
     }

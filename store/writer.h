@@ -185,6 +185,15 @@ int mrg_writer_load_rank(struct mrg_writer *w, int rank, struct hm_batch **out, 
  * live runs store slices before their steps are known. */
 int mrg_writer_store_iterations(struct mrg_writer *w, const struct hm_batch *b, struct hm_err *err);
 
+/* Deletes the steps stored for rank, all of them or (keep_profiler) all
+ * but its ProfilerSteps, before steps are found again over the rank read
+ * back (a rank of several files: merger/rank_files.h). */
+int mrg_writer_drop_steps(struct mrg_writer *w, int rank, int keep_profiler, struct hm_err *err);
+
+/* Stores b's steps (times as mrg_writer_load_rank returned them: aligned),
+ * replacing rows of the same numbers. */
+int mrg_writer_store_steps(struct mrg_writer *w, const struct hm_batch *b, struct hm_err *err);
+
 /* --- Cross-rank analyses (analysis/cross_rank/cross_rank.c) ------------------------ */
 
 /* Writes the pending strings, ranks and tracks rows (no commit), so SQL on

@@ -20,8 +20,10 @@ q="SELECT group_concat(x, ' ') FROM (SELECT rank || ':' || idle_us || ':' || com
 q="SELECT count(*) || ' ' || sum(dur) FROM slices"
 [ "$(sql1 par.db "$q")" = "$(sql1 one.db "$q")" ] || fail "parallel slices differ"
 [ "$(sql1 par.db "SELECT group_concat(rank, ' ') FROM (SELECT rank FROM ranks ORDER BY rank)")" = "0 1 4 70" ] || fail "parallel ranks"
-# nccl_parser_config says rank 0 too: the second claim is an error, by name.
-run_mpi 120 -n 3 "$H" ingest -q -o dup.db in "$FX/nccl_parser_config" > dup.log 2>&1
+# A copy of rank 0's file claims rank 0 with the same steps: the same data
+# twice is an error, by name (other files of a rank join it: rank_files.h).
+mkdir again; cp "$FX/trace_filter/sampled_rank-0.json.gz" again/copy.json.gz
+run_mpi 120 -n 3 "$H" ingest -q -o dup.db in again > dup.log 2>&1
 [ $? = 1 ] || fail "duplicate rank: exit code"
 grep -q "rank 0 is also claimed" dup.log || fail "duplicate rank not reported"
 

@@ -204,7 +204,7 @@ static void fill_analysis(struct an_rank_result *r, int rank)
     k->min_us = k->max_us = 2;
     k->mean_us = 2.0;
     struct an_step *s = HM_VEC_PUSH(r->steps);
-    *s = (struct an_step){1, 1000, 10000, 5, 2, 0};
+    *s = (struct an_step){1, 1000, 10000, 5, 2, 0, HM_STEP_PROFILER};
 }
 
 static void free_analysis(struct an_rank_result *r)
