@@ -1,5 +1,8 @@
 # The model, data and optimizer the test scripts share: a few Linear layers
-# under DistributedDataParallel over gloo, seeded. Plain PyTorch.
+# under DistributedDataParallel over gloo, seeded (TINY_COMPILE=1: the DDP
+# model under torch.compile). Plain PyTorch.
+import os
+
 import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
@@ -14,7 +17,10 @@ def setup():
     model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 64),
                                 torch.nn.ReLU(), torch.nn.Linear(64, 1))
     ddp = DDP(model)
-    return rank, ddp, torch.optim.SGD(ddp.parameters(), lr=0.01), torch.Generator().manual_seed(rank + 1)
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.01)
+    if os.environ.get("TINY_COMPILE") == "1":
+        ddp = torch.compile(ddp)
+    return rank, ddp, opt, torch.Generator().manual_seed(rank + 1)
 
 
 def batch(gen):
