@@ -21,7 +21,8 @@
 #   trace files torch.profiler exports (export_chrome_trace, which
 #     tensorboard_trace_handler calls), wherever the program writes them,
 #     once written: the collector reads them in place and never changes
-#     them.
+#     them. Only with Kineto: without it torch writes the legacy
+#     profiler's JSON array, which htamerge does not read.
 #
 # Every hook is wrapped in try/except: a failure disables the hooks with one
 # line "htamerge: python hooks disabled: REASON" on stderr, and the program
@@ -123,6 +124,7 @@ def install():
 def _after_fork():
     global _pid
     _pid = os.getpid()
+    _tls.__dict__.pop("tid", None)   # the forking thread is another thread now
 
 
 class _TorchFinder:
