@@ -285,6 +285,7 @@ class _Steps:
                         _range("forward", cls.fwd_start, t0, 1)
                         cls.fwd_start = None
                     _range("backward", t0, t1, 1)
+                    _flush_pending()
                     cls.arm()
                 except Exception as e:
                     _disable(_why(e))
@@ -295,6 +296,7 @@ class _Steps:
         if cls.opt_depth == 1:
             cls.disarm()
             cls.opt_t0 = _now()
+            _flush_pending()
 
     @classmethod
     def opt_exit(cls):
@@ -349,6 +351,7 @@ class _Steps:
         if not _disabled:
             try:
                 cls.close_step()
+                _flush_pending(final=True)
             except Exception:
                 pass
 
@@ -493,8 +496,9 @@ def _tensors(x):
 
 def _record(op, pg, inputs, t0, tid, result):
     """Records one call on pg (the real group) entered at t0 on thread
-    tid; the exit is when result (a Work, or None for a finished call)
-    completes."""
+    tid; the exit is now for a finished call (result None), else when the
+    caller is first seen with result (a Work) done (_flush_pending)."""
+    _flush_pending()
     g = _Groups.of(pg)
     seq = _Groups.next_seq(pg)
     ts = _tensors(inputs)
@@ -515,16 +519,33 @@ def _record(op, pg, inputs, t0, tid, result):
             fut = result.get_future()
         except Exception:
             fut = None
-    if fut is None:
+    if fut is None or fut.done():
         emit(_now())
-        return
+    else:
+        with _lock:
+            _pending.append((fut, emit))
 
-    def done(f):
-        try:
-            emit(_now())
-        except Exception:
-            pass
-    fut.then(done)
+
+# Collectives issued but not seen done yet: (future, emit). Their exit is
+# the first moment the calling side sees them done (_flush_pending, at the
+# next backward exit, optimizer step, collective or step end), never a
+# callback on the backend's thread: a Python callback there costs a GIL
+# round trip (~50 us) and, run while the interpreter shuts down, aborts the
+# process (torch 1.13: "terminate called without an active exception").
+_pending = []
+
+
+def _flush_pending(final=False):
+    if not _pending:
+        return
+    t = _now()
+    done, keep = [], []
+    with _lock:
+        for p in _pending:
+            (done if final or p[0].done() else keep).append(p)
+        _pending[:] = keep
+    for fut, emit in done:
+        emit(t)
 
 
 def _call_recorded(fn, a, k, op, pg, inputs, t0, tid):
