@@ -1,10 +1,13 @@
 # The Python hooks' cost per training step, in one process: a small DDP
 # (gloo, world size 1) CPU loop timed in interleaved blocks with the hooks
-# recording and with them off (_htamerge_hooks disabled: every wrapper then
-# passes straight through). Run it under htamerge so the hooks have a ring:
+# recording, on a DDP model built with them (its process group the hooks'
+# forwarding one), and with them off (_htamerge_hooks disabled: every
+# wrapper passes straight through) on a twin built without them (the real
+# group). Run it under htamerge so the hooks have a ring:
 #   htamerge -o /tmp/cost.db bench/python_hooks_cost.py [STEPS_PER_BLOCK] [BLOCKS] [WIDTH]
-# Prints one line per state: median and mean ms per step, and the
-# difference in us per step.
+# Prints one line per state: median and mean wall us per step and median
+# process CPU us per step (all threads: less sensitive to a loaded host),
+# and the differences.
 import os
 import statistics
 import sys
@@ -26,35 +29,45 @@ def main():
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     os.environ.setdefault("MASTER_PORT", "29533")
     dist.init_process_group("gloo", rank=0, world_size=1)
-    torch.manual_seed(0)
-    layers = []
-    for _ in range(4):
-        layers += [torch.nn.Linear(width, width), torch.nn.ReLU()]
-    model = DDP(torch.nn.Sequential(*layers, torch.nn.Linear(width, 1)))
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    def build():
+        torch.manual_seed(0)
+        layers = []
+        for _ in range(4):
+            layers += [torch.nn.Linear(width, width), torch.nn.ReLU()]
+        model = DDP(torch.nn.Sequential(*layers, torch.nn.Linear(width, 1)))
+        return model, torch.optim.SGD(model.parameters(), lr=0.01)
+
+    twins = {"on": build()}
+    hooks._disabled = True
+    twins["off"] = build()
+    hooks._disabled = False
     x, y = torch.randn(8, width), torch.randn(8, 1)
 
-    def block():
-        t0 = time.perf_counter_ns()
+    def block(model, opt):
+        t0, c0 = time.perf_counter_ns(), time.process_time_ns()
         for _ in range(n):
             opt.zero_grad()
             torch.nn.functional.mse_loss(model(x), y).backward()
             opt.step()
-        return (time.perf_counter_ns() - t0) / n / 1e3
+        return (time.perf_counter_ns() - t0) / n / 1e3, (time.process_time_ns() - c0) / n / 1e3
 
     per = {"on": [], "off": []}
-    block()   # warm-up
+    for state in ("on", "off"):   # warm-up
+        hooks._disabled = state == "off"
+        block(*twins[state])
     for i in range(blocks):
         for state in (("on", "off") if i % 2 == 0 else ("off", "on")):
             hooks._disabled = state == "off"
-            per[state].append(block())
+            per[state].append(block(*twins[state]))
     hooks._disabled = False
+    med = {}
     for state in ("off", "on"):
-        v = per[state]
-        print("RESULT %s: median %.1f us/step, mean %.1f us/step (%d blocks of %d steps)"
-              % (state, statistics.median(v), statistics.mean(v), len(v), n))
-    print("RESULT hooks cost: %.1f us/step (median difference)"
-          % (statistics.median(per["on"]) - statistics.median(per["off"])))
+        wall, cpu = [v[0] for v in per[state]], [v[1] for v in per[state]]
+        med[state] = (statistics.median(wall), statistics.median(cpu))
+        print("RESULT %s: wall median %.1f mean %.1f us/step, cpu median %.1f us/step (%d blocks of %d steps)"
+              % (state, med[state][0], statistics.mean(wall), med[state][1], len(wall), n))
+    print("RESULT hooks cost: wall %.1f us/step, cpu %.1f us/step (differences of the medians)"
+          % (med["on"][0] - med["off"][0], med["on"][1] - med["off"][1]))
     dist.destroy_process_group()
     return 0
 

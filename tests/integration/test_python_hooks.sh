@@ -50,7 +50,8 @@ run() {
 
 HOOKS="SELECT t.rank, n.str, count(*) FROM slices s JOIN tracks t ON t.id = s.track
        JOIN strings n ON n.id = s.name JOIN categories c ON c.id = s.cat
-       WHERE c.name = 'nvtx' AND n.str IN ('step', 'forward', 'backward', 'optimizer') GROUP BY 1, 2"
+       WHERE c.name = 'nvtx' AND n.str IN ('step', 'forward', 'backward', 'optimizer')
+       AND json_extract(s.args, '\$.domain') = 'htamerge' GROUP BY 1, 2"
 OUTSIDE="SELECT count(*) FROM slices k JOIN strings n ON n.id = k.name JOIN categories c ON c.id = k.cat
          WHERE c.name = 'nvtx' AND n.str IN ('forward', 'backward', 'optimizer') AND NOT EXISTS
          (SELECT 1 FROM slices s JOIN strings m ON m.id = s.name WHERE s.track = k.track

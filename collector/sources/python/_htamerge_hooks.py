@@ -2,7 +2,8 @@
 # the program imports torch they mark, through htamerge's shared-memory
 # ring (libhtamerge-py.so, $HTAMERGE_PY_LIB):
 #
-#   NVTX ranges of domain "htamerge" on the thread that made the calls:
+#   NVTX ranges of domain "htamerge" on the thread that made the calls,
+#   args {"domain":"htamerge"} (the step's also its number):
 #     step       one training iteration: from the end of the previous one
 #                (for the first, its first forward) to the end of its last
 #                optimizer.step before the next forward or backward, so
@@ -13,7 +14,8 @@
 #     backward   each torch.autograd.backward / Tensor.backward call
 #     optimizer  each optimizer.step call (outermost)
 #   collectives of non-NCCL backends (gloo, ...): the calling thread's
-#     enter and the work's completion, op, process group name and ranks,
+#     enter and exit (a finished call's return, else the first moment the
+#     caller is seen with the work done), op, process group name and ranks,
 #     sequence number, elements and bytes. torch.distributed's collective
 #     functions are wrapped, and DistributedDataParallel gets a process
 #     group that forwards to the real one, since its Reducer calls
@@ -82,13 +84,19 @@ def _str(text):
     return sid or 0
 
 
+_ARGS = '{"domain":"%s"}' % _DOMAIN
+
+
 def _range(name, ts, end, depth, args=None):
-    """A completed range of domain htamerge; args: compact JSON text, each
-    different (the step number), so defined each time and not kept."""
-    a = 0
+    """A completed range of domain htamerge, its args {"domain":"htamerge"}
+    (the merger's way to tell the hooks' ranges from the program's), or
+    args, compact JSON text that differs each time (the step number), so
+    defined each time and not kept."""
     if args:
         b = args.encode()
         a = _lib.hmpy_string(b, len(b))
+    else:
+        a = _str(_ARGS)
     _lib.hmpy_range(ts, end - ts, _tid(), _pid, _str(name), _str(_DOMAIN), a, depth)
 
 
