@@ -14,23 +14,22 @@
 # a trace file the program reports is read where it is, byte for byte.
 # Skips (77) when $HTAMERGE_PYTHON (default /usr/bin/python3) has no torch.
 set -u
+. "$(dirname "$0")/../lib.sh"
 H=${HTAMERGE:?}
 export HTAMERGE_PYTHON=${HTAMERGE_PYTHON:-/usr/bin/python3}
 P=$HTAMERGE_PYTHON
 SRC=${HM_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 PY=$SRC/tests/integration/py
 "$P" -c 'import torch, torch.distributed as d; assert d.is_available() and d.is_gloo_available()' \
-    >/dev/null 2>&1 || { echo "SKIP: $P has no torch with gloo"; exit 77; }
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    >/dev/null 2>&1 || skip "$P has no torch with gloo"
+mpi_env
 # One intra-op thread a rank: 4 ranks share 2 loaded cores, and torch's
 # default (a thread per core) makes the scheduler, not the script, pick a
 # "straggler" in the balanced runs.
 export OMP_NUM_THREADS=1
+# Sanitizer builds: Open MPI's own allocations are not ours to judge.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-}:detect_leaks=0
-T=$(mktemp -d "${HM_TMPDIR:-/tmp}/pyhooks.XXXXXX"); trap 'rm -rf "$T"' EXIT
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-sql1() { "$H" sql "$1" "$2" --format csv | tail -n 1; }
+hm_tmpdir pyhooks
 KINETO=$("$P" -c 'import torch; print(int(torch.autograd.kineto_available()))')
 STEPS=30
 
@@ -41,7 +40,8 @@ run() {
     while [ $# -gt 0 ] && [ "$1" != -- ]; do opts+=("$1"); shift; done
     shift
     mkdir -p "$T/$name" && cd "$T/$name" || exit 1
-    timeout -k 5 300 mpirun -n 4 --oversubscribe --bind-to none -x OMP_NUM_THREADS "$H" -o "$name.db" "${opts[@]}" \
+    # --bind-to none: real torch ranks bound to one core each crawl.
+    run_mpi 300 -n 4 --bind-to none -x OMP_NUM_THREADS "$H" -o "$name.db" "${opts[@]}" \
         "$PY/$script" "$@" >"$name.log" 2>&1
     rc=$?
     if grep -q "python hooks disabled" "$name.log"; then fail "$name: $(grep -m1 'python hooks disabled' "$name.log")"; fi
@@ -141,5 +141,4 @@ hooks._report_trace("mine/rank-0.pt.trace.json.gz")' > rep.log 2>&1 || fail "rep
     { fail "a reported trace file was not read"; cat rep.log >&2; }
 [ "$(sha256sum mine/rank-0.pt.trace.json.gz | cut -d' ' -f1)" = "$sum0" ] || fail "a reported trace file changed"
 
-[ $fails = 0 ] && echo "python hooks: ok"
-exit $((fails > 0))
+finish "python hooks: ok"
