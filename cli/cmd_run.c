@@ -12,7 +12,7 @@
 
 static const char run_help[] =
     "usage: [mpirun -n N] htamerge [-o FILE.db] [--capture LIST] [--cupti-window ON/PERIOD] [--sync-interval S] [--keep-traces]\n"
-    "                              [--] PROGRAM [ARGS...]\n"
+    "                              [--python-hooks on|off] [--] PROGRAM [ARGS...]\n"
     "\n"
     "Runs PROGRAM on every MPI rank (PROGRAM.py runs under python3, or\n"
     "$HTAMERGE_PYTHON) with the environment torchrun would give it (RANK,\n"
@@ -50,6 +50,17 @@ static const char run_help[] =
     "                           a KEEP file marks them. Each run first removes the\n"
     "                           folders ($TMPDIR/htamerge-PID-MS) that killed runs left\n"
     "                           over 10 minutes ago, never those with a KEEP file\n"
+    "      --python-hooks on|off\n"
+    "                           when PROGRAM runs under Python (x.py, python -m mod, a\n"
+    "                           python #! line), mark each training step with no change\n"
+    "                           to the script: ranges step, forward, backward and\n"
+    "                           optimizer (domain htamerge) from optimizer.step and\n"
+    "                           backward calls, gloo (non-NCCL) collectives with their\n"
+    "                           process group and sequence number, and the trace files\n"
+    "                           torch.profiler exports wherever the script writes them\n"
+    "                           (read in place, never changed). Default on;\n"
+    "                           HTAMERGE_PYTHON_HOOKS=0 also turns it off. See PYTHON\n"
+    "                           HOOKS in htamerge(1)\n"
     "      --serve ADDR:PORT    rank 0 serves the file (htamerge serve) while the job runs\n"
     "                           and after it ends, for --serve-linger\n"
     "      --serve-linger S     seconds to keep serving the finished file (default 300:\n"
@@ -139,13 +150,15 @@ static int parse_run_opts(int argc, char **argv, struct job_run_opts *o)
         {"keep-traces", no_argument, 0, 'K'},  {"help", no_argument, 0, 'h'},
         {"serve", required_argument, 0, 'V'}, {"capture", required_argument, 0, 'C'},
         {"cupti-window", required_argument, 0, 'W'}, {"serve-linger", required_argument, 0, 'L'},
-        {0, 0, 0, 0}};
+        {"python-hooks", required_argument, 0, 'P'}, {0, 0, 0, 0}};
+    const char *hooks_env = getenv("HTAMERGE_PYTHON_HOOKS");
     static char defname[64];
     int c;
 
     o->sync_interval_s = 10;
     o->capture = JOB_CAP_ALL;
     o->serve_linger_s = JOB_SERVE_LINGER_DEFAULT_S;
+    o->python_hooks = !(hooks_env && !strcmp(hooks_env, "0"));
     optind = 1;
     /* "+": stop at PROGRAM, so its own options stay its own. */
     while ((c = getopt_long(argc, argv, "+o:h", longopts, NULL)) != -1) {
@@ -166,6 +179,13 @@ static int parse_run_opts(int argc, char **argv, struct job_run_opts *o)
         case 'W':
             if (parse_window(optarg, &o->window) != 0)
                 return -1;
+            break;
+        case 'P':
+            if (strcmp(optarg, "on") && strcmp(optarg, "off")) {
+                cli_error("--python-hooks '%s': want on or off", optarg);
+                return -1;
+            }
+            o->python_hooks = !strcmp(optarg, "on");
             break;
         case 'h': fputs(run_help, stdout); return 1;
         default: fputs(run_help, stderr); return -1;

@@ -317,6 +317,30 @@ static int add_computed(struct env_out *o, const struct col_env_in *in)
     return rc ? HM_ENOMEM : 0;
 }
 
+/* PYTHONPATH=dir, or dir:USER'S when the user has one (an empty one is
+ * not kept: it would put the working directory on the path). */
+static int add_python_path(struct env_out *o, const char *dir)
+{
+    static const char name[] = "PYTHONPATH=";
+    size_t n = sizeof name - 1;
+
+    if (!dir)
+        return 0;
+    for (size_t i = 0; i < o->n; i++)
+        if (!strncmp(o->v[i], name, n)) {
+            const char *old = o->v[i] + n;
+            size_t len = n + strlen(dir) + 1 + strlen(old) + 1;
+            char *e = malloc(len);
+            if (!e)
+                return HM_ENOMEM;
+            snprintf(e, len, "%s%s%s%s", name, dir, *old ? ":" : "", old);
+            free(o->v[i]);
+            o->v[i] = e;
+            return 0;
+        }
+    return env_addf(o, "PYTHONPATH", "%s", dir);
+}
+
 int col_env_build(const struct col_env_in *in, char ***envp_out, struct hm_err *err)
 {
     char *const *base = in->base ? in->base : environ;
@@ -333,7 +357,7 @@ int col_env_build(const struct col_env_in *in, char ***envp_out, struct hm_err *
     for (char *const *p = in->extra; p && *p; p++)
         if (env_add(&o, *p) != 0)
             goto nomem;
-    if (add_computed(&o, in) != 0)
+    if (add_computed(&o, in) != 0 || add_python_path(&o, in->python_path) != 0)
         goto nomem;
     if (!o.v && !(o.v = calloc(1, sizeof *o.v)))   /* nothing at all: an empty array */
         goto nomem;

@@ -50,6 +50,8 @@ struct col_env_in {
     int master_port;         /* MASTER_PORT; <= 0: leave unset */
     const char *trace_dir;   /* HTAMERGE_TRACE_DIR; NULL: leave unset; borrowed */
     int64_t run_start_ns;    /* HTAMERGE_RUN_START_NS (Unix ns); <= 0: leave unset */
+    const char *python_path; /* prepended to PYTHONPATH, the user's entries kept after it
+                                (the Python hooks' bootstrap); NULL: leave it; borrowed */
     char *const *extra;      /* NULL-terminated NAME=VALUE list (CUDA_INJECTION64_PATH,
                                 HTAMERGE_RING, ...), or NULL; borrowed */
     char *const *base;       /* environment to start from; NULL: environ; borrowed */
@@ -61,7 +63,8 @@ void col_env_in_init(struct col_env_in *in);
 /* Child environment.
  * Builds base plus htamerge's variables into a new NULL-terminated array
  * (*envp_out, owned by the caller: col_env_free). A variable already in
- * base is never changed: the user's value wins. Among htamerge's own, an
+ * base is never changed: the user's value wins (except PYTHONPATH, which
+ * python_path is put in front of). Among htamerge's own, an
  * entry of in->extra wins over the computed ones (and the first of two
  * extra entries wins). Base entries keep their order; added ones follow.
  * Returns 0, HM_EINVAL for an extra entry that is not NAME=VALUE (err

@@ -31,6 +31,7 @@
 #include "collector/sources/kineto_json/kineto_json.h"
 #include "common/clockhook.h"
 #include "launcher_env.h"
+#include "python_hooks.h"
 #include "ring_source.h"
 #include "trace_watch.h"
 #include "common/monotime.h"
@@ -46,7 +47,7 @@ struct refusal {
 };
 
 struct col_rank {
-    int rank;
+    int rank, size;
     char hostname[256];
     struct hm_clockhook hook;
     struct col_child *child;     /* owned */
@@ -77,6 +78,8 @@ struct col_rank {
 static void stamp(struct col_rank *c, struct hm_batch *b)
 {
     b->info.rank = c->rank;
+    if (c->size > 0)
+        b->info.world_size = c->size;
     b->info.rank_source = hm_batch_intern(b, "mpi", 3);
     b->info.hostname = hm_batch_intern(b, c->hostname, strlen(c->hostname));
     if (c->child)
@@ -280,6 +283,16 @@ static void drain_ring(struct col_rank *c, int final)
         if (!final)
             break;
     }
+    /* Trace files the program wrote where it chose (the Python hooks say
+     * which): read like those of the trace folder, never touched. */
+    char *path;
+    int added = 0;
+    while ((path = col_ring_take_trace_file(c->ring))) {
+        added |= col_watch_add(c->watch, path) > 0;
+        free(path);
+    }
+    if (added)
+        drain_watch(c);
 }
 
 struct col_rank *col_rank_start(const struct col_rank_opts *o, struct hm_err *err)
@@ -287,7 +300,8 @@ struct col_rank *col_rank_start(const struct col_rank_opts *o, struct hm_err *er
     struct col_rank *c = calloc(1, sizeof *c);
     struct col_env_in in;
     char ringvar[300], cudavar[PATH_MAX + 32], nvtxvar[PATH_MAX + 32], ncclvar[PATH_MAX + 32];
-    char *extra[5] = {ringvar, NULL, NULL, NULL, NULL};
+    char pylibvar[PATH_MAX + 32];
+    char *extra[6] = {ringvar, NULL, NULL, NULL, NULL, NULL};
     const char *trace_dir;
 
     if (!c) {
@@ -295,6 +309,7 @@ struct col_rank *col_rank_start(const struct col_rank_opts *o, struct hm_err *er
         return NULL;
     }
     c->rank = o->rank;
+    c->size = o->size;
     c->skip_traces = o->skip_traces;
     c->sigfd = -1;
     pthread_mutex_init(&c->mu, NULL);
@@ -335,6 +350,12 @@ struct col_rank *col_rank_start(const struct col_rank_opts *o, struct hm_err *er
                 extra[1] = cudavar;
                 extra[2] = nvtxvar;
                 extra[3] = ncclvar;
+            }
+            /* The Python hooks write into the ring: only with it. */
+            if (o->py_bootstrap && o->py_lib && col_py_is_python(o->argv, NULL)) {
+                snprintf(pylibvar, sizeof pylibvar, "HTAMERGE_PY_LIB=%s", o->py_lib);
+                extra[4] = pylibvar;
+                in.python_path = o->py_bootstrap;
             }
         } else {
             char line[1400];

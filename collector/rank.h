@@ -26,6 +26,9 @@ struct col_rank_opts {
     const char *inject_lib;    /* libhtamerge-inject.so for CUDA/NVTX/NCCL injection, used
                                   with the ring; NULL: none */
     int skip_traces;           /* --capture without kineto: trace files found are not read */
+    const char *py_bootstrap;  /* Python hooks' bootstrap folder, prepended to PYTHONPATH when
+                                  PROGRAM runs under Python (python_hooks.h); NULL: off */
+    const char *py_lib;        /* libhtamerge-py.so, for the bootstrap (HTAMERGE_PY_LIB) */
 };
 
 /* Starts the child and the watcher. Fails (with a message naming PROGRAM)

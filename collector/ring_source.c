@@ -28,6 +28,8 @@ struct col_ring {
     uint32_t bmap_cap;
     int64_t started_ms;
     uint64_t reported_dropped, reported_lost;
+    HM_VEC(char *) trace_files; /* owned paths from HM_RING_TRACE_FILE, FIFO from tf_head */
+    size_t tf_head;
 };
 
 static uint32_t *idmap_slot(struct idmap *m, uint32_t key)
@@ -106,6 +108,9 @@ void col_ring_free(struct col_ring *r)
     free(r->map.keys);
     free(r->map.vals);
     free(r->bmap);
+    for (size_t i = r->tf_head; i < r->trace_files.n; i++)
+        free(r->trace_files.v[i]);
+    HM_VEC_FREE(r->trace_files);
     free(r);
 }
 
@@ -231,7 +236,12 @@ static void on_nvtx(struct col_ring *r, const void *p, uint32_t len)
 
     memcpy(&x, p, len < sizeof x ? len : sizeof x);
     s = new_slice(r, HM_TRACK_CPU_THREAD, x.pid, x.tid, x.ts, x.dur, x.name, HM_CAT_NVTX);
-    if (s && x.domain)
+    /* A producer's own args (the Python hooks name their domain there)
+     * win; otherwise the domain alone, so step sources can tell ranges of
+     * the htamerge domain from the program's. */
+    if (s && x.args)
+        s->args = str_of(r, x.args);
+    else if (s && x.domain)
         s->args = domain_args(r, x.domain);
 }
 
@@ -278,6 +288,66 @@ static void on_counter(struct col_ring *r, const void *p, uint32_t len)
     }
 }
 
+/* A collective the Python hooks timed on the calling thread (gloo and
+ * other non-NCCL backends): a CPU slice plus its hm_collective, keyed by
+ * (pg, seq) for the matcher. */
+static void on_cpu_coll(struct col_ring *r, const void *p, uint32_t len)
+{
+    struct hm_ring_cpu_coll x = {0};
+    struct hm_collective *c;
+    struct hm_slice *s;
+
+    memcpy(&x, p, len < sizeof x ? len : sizeof x);
+    s = new_slice(r, HM_TRACK_CPU_THREAD, x.pid, x.tid, x.ts, x.dur, x.slice_name ? x.slice_name : x.op,
+                  HM_CAT_COLLECTIVE_COMM);
+    if (!s)
+        return;
+    s->bytes = x.bytes;
+    c = HM_VEC_PUSH(r->b->collectives);
+    if (!c)
+        return;
+    memset(c, 0, sizeof *c);
+    c->slice = (uint32_t)(r->b->slices.n - 1);
+    c->op = str_of(r, x.op);
+    c->pg_name = str_of(r, x.pg_name);
+    c->pg_ranks = str_of(r, x.pg_ranks);
+    c->dtype = str_of(r, x.dtype);
+    c->seq = x.seq;
+    c->in_nelems = c->out_nelems = x.nelems;
+    c->group_size = x.group_size > 0 ? x.group_size : HM_NONE;
+}
+
+/* A trace file the program wrote where it chose: kept for
+ * col_ring_take_trace_file. */
+static void on_trace_file(struct col_ring *r, const void *p, uint32_t len)
+{
+    struct hm_ring_trace_file h;
+    char **slot;
+    char *path;
+
+    if (len < sizeof h)
+        return;
+    memcpy(&h, p, sizeof h);
+    if (!h.len || h.len > len - sizeof h || memchr((const char *)p + sizeof h, 0, h.len))
+        return;
+    if (!(path = strndup((const char *)p + sizeof h, h.len)))
+        return;
+    if (!(slot = HM_VEC_PUSH(r->trace_files))) {
+        free(path);
+        return;
+    }
+    *slot = path;
+}
+
+char *col_ring_take_trace_file(struct col_ring *r)
+{
+    if (r->tf_head == r->trace_files.n) {
+        r->tf_head = r->trace_files.n = 0;
+        return NULL;
+    }
+    return r->trace_files.v[r->tf_head++];
+}
+
 static int on_record(void *ctx, uint16_t type, const void *p, uint32_t len)
 {
     struct col_ring *r = ctx;
@@ -299,6 +369,8 @@ static int on_record(void *ctx, uint16_t type, const void *p, uint32_t len)
     case HM_RING_NVTX: on_nvtx(r, p, len); return 0;
     case HM_RING_NCCL_COLL: on_nccl(r, p, len); return 0;
     case HM_RING_COUNTER: on_counter(r, p, len); return 0;
+    case HM_RING_CPU_COLL: on_cpu_coll(r, p, len); return 0;
+    case HM_RING_TRACE_FILE: on_trace_file(r, p, len); return 0;
     default: return 0; /* a newer producer's record type */
     }
 }

@@ -27,6 +27,11 @@ void col_ring_free(struct col_ring *r);
  * caller owns it. flush also adds the drop counters when they changed. */
 struct hm_batch *col_ring_drain(struct col_ring *r, int flush, struct hm_err *err);
 
+/* The next trace file the program reported (HM_RING_TRACE_FILE) since the
+ * last call, owned by the caller (free()), or NULL. Filled by
+ * col_ring_drain. */
+char *col_ring_take_trace_file(struct col_ring *r);
+
 /* The producers are gone (the child exited): stop waiting for unfinished
  * records. */
 void col_ring_abandon(struct col_ring *r);

@@ -359,3 +359,10 @@ int col_watch_skip_existing(struct col_watch *w)
 {
     return scan(w, "", 0, SCAN_MARK);
 }
+
+int col_watch_add(struct col_watch *w, const char *path)
+{
+    char *copy = strdup(path);
+
+    return copy ? offer(w, copy, 0) : HM_ENOMEM;
+}

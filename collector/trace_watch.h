@@ -73,6 +73,13 @@ int col_watch_scan(struct col_watch *w);
  * Returns how many it marked, or HM_EIO. */
 int col_watch_skip_existing(struct col_watch *w);
 
+/* Reports path, a completed trace file anywhere (the program said it wrote
+ * it: HM_RING_TRACE_FILE), through col_watch_next like the files found in
+ * dir, under the same rule: queued when new or changed since it was last
+ * reported. Nothing here writes, moves or removes it. Returns 1 if queued,
+ * 0 if not, or HM_ENOMEM. */
+int col_watch_add(struct col_watch *w, const char *path);
+
 /* True once the kernel's event queue overflowed: some files may only be
  * found by col_watch_scan. After an overflow col_watch_next re-adds
  * watches for folders it missed, but does not report their files. */

@@ -38,6 +38,8 @@ enum hm_ring_type {
     HM_RING_COUNTER = 3,    /* struct hm_ring_counter: one sampled value */
     HM_RING_NCCL_COLL = 4,  /* struct hm_ring_nccl_coll: one NCCL collective */
     HM_RING_NVTX = 5,       /* struct hm_ring_nvtx: an NVTX range or mark */
+    HM_RING_CPU_COLL = 6,   /* struct hm_ring_cpu_coll: a collective timed on the CPU (gloo, ...) */
+    HM_RING_TRACE_FILE = 7, /* struct hm_ring_trace_file: a completed trace file to read */
 };
 
 /* HM_RING_SLICE. Becomes one hm_slice on track (kind, pid, tid):
@@ -112,6 +114,43 @@ struct hm_ring_nvtx {
     uint16_t flags;       /* HM_RING_NVTX_F_* */
     uint32_t category;    /* NVTX category, 0 if none */
     uint32_t color;       /* ARGB, 0 if none */
+    uint32_t args;        /* string id of compact JSON args for the slice, 0 if none
+                             (the Python hooks: {"domain":"htamerge","step":N}) */
+    uint32_t pad;         /* zero */
+};
+
+/* HM_RING_CPU_COLL. A collective call as the calling thread saw it, from
+ * the call to its completion (the Python hooks' process-group wrapper, for
+ * backends without the NCCL plugin). Becomes one slice on CPU thread
+ * (pid, tid) with cat HM_CAT_COLLECTIVE_COMM, name the text of slice_name
+ * (e.g. "gloo:all_reduce"), bytes copied over, plus one hm_collective with
+ * op, pg_name, pg_ranks, dtype, seq, in_nelems = out_nelems = nelems and
+ * group_size; matched across ranks by (pg_name, seq). */
+struct hm_ring_cpu_coll {
+    int64_t ts;           /* call, ns, CLOCK_REALTIME */
+    int64_t dur;          /* until the work completed, ns */
+    int64_t seq;          /* sequence number within the process group */
+    int64_t bytes;        /* input bytes, HM_NONE if unknown */
+    int64_t nelems;       /* input elements, HM_NONE if unknown */
+    int64_t tid;          /* calling thread */
+    int32_t pid;
+    uint32_t slice_name;  /* string id: "gloo:all_reduce" */
+    uint32_t op;          /* string id: "allreduce" (Kineto's "Collective name") */
+    uint32_t pg_name;     /* string id: the process group's name ("0") */
+    uint32_t pg_ranks;    /* string id: "[0, 1, 2, 3]", 0 if unknown */
+    uint32_t dtype;       /* string id, 0 if unknown */
+    int32_t group_rank;   /* rank within the group, -1 if unknown */
+    int32_t group_size;   /* -1 if unknown */
+};
+
+/* HM_RING_TRACE_FILE. A trace file the program finished writing (the
+ * Python hooks see torch.profiler export it wherever the program puts it);
+ * the collector reads it like the files of HTAMERGE_TRACE_DIR and never
+ * changes or removes it. The path (absolute, len bytes, no NUL) follows. */
+struct hm_ring_trace_file {
+    uint32_t len;
+    uint32_t pad;
+    /* char path[len]; */
 };
 
 /* Largest payload a record may carry; larger writes are dropped (and

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "collector/python_hooks.h"
 #include "collector/rank.h"
 #include "common/shm_ring.h"
 #include "job_int.h"
@@ -41,7 +42,7 @@ static int find_inject_lib(char *buf, size_t len)
 int job_start_rank(struct job_loop *L, const struct job_run_opts *o, const struct job_plan *plan, int size,
                    MPI_Comm node, const struct hm_clockhook *hook, char *trace_dir, size_t len)
 {
-    char host[256] = "", ring[256], inject[PATH_MAX];
+    char host[256] = "", ring[256], inject[PATH_MAX], pydir[PATH_MAX], pylib[PATH_MAX];
     const char *jobid = strrchr(plan->trace_root, '/');
     struct col_rank_opts co = {.argv = o->argv, .rank = L->rank, .size = size,
                                .master_addr = plan->master_addr, .master_port = plan->master_port,
@@ -60,6 +61,10 @@ int job_start_rank(struct job_loop *L, const struct job_run_opts *o, const struc
     if ((o->capture & JOB_CAP_LIVE) && find_inject_lib(inject, sizeof inject) == 0)
         co.inject_lib = inject;
     co.skip_traces = !(o->capture & JOB_CAP_KINETO);
+    if (o->python_hooks && col_py_locate(pydir, sizeof pydir, pylib, sizeof pylib) == 0) {
+        co.py_bootstrap = pydir;
+        co.py_lib = pylib;
+    }
     struct hm_err err;
     char line[1400];
 

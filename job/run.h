@@ -36,6 +36,7 @@ struct job_run_opts {
     int serve_linger_s;        /* seconds to serve the finished file; JOB_SERVE_LINGER_FOREVER */
     unsigned capture;          /* JOB_CAP_* bits */
     int capture_set;           /* 1: --capture was given: it overrides HTAMERGE_CAPTURE */
+    int python_hooks;          /* --python-hooks (default on; HTAMERGE_PYTHON_HOOKS=0: off) */
     char **argv;               /* PROGRAM ARGS... (borrowed) */
 };
 

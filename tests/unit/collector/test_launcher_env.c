@@ -231,6 +231,40 @@ static void test_build_environ_and_errors(void)
     col_env_free(NULL);
 }
 
+/* The Python hooks' bootstrap goes first on PYTHONPATH; the user's entries
+ * stay after it; an empty PYTHONPATH is not kept (it would add the working
+ * directory). */
+static void test_build_python_path(void)
+{
+    char *with[] = { "PYTHONPATH=/u/a:/u/b", "X=1", NULL };
+    char *empty[] = { "PYTHONPATH=", NULL };
+    char *none[] = { "X=1", NULL };
+    struct col_env_in in;
+    struct hm_err err;
+    char **env;
+
+    col_env_in_init(&in);
+    in.python_path = "/opt/hm/python";
+    in.base = with;
+    CHECK_EQ_INT(col_env_build(&in, &env, &err), 0);
+    CHECK_STR(col_env_get(env, "PYTHONPATH"), "/opt/hm/python:/u/a:/u/b");
+    CHECK_STR(env[0], "PYTHONPATH=/opt/hm/python:/u/a:/u/b");   /* in place, order kept */
+    col_env_free(env);
+    in.base = empty;
+    CHECK_EQ_INT(col_env_build(&in, &env, &err), 0);
+    CHECK_STR(col_env_get(env, "PYTHONPATH"), "/opt/hm/python");
+    col_env_free(env);
+    in.base = none;
+    CHECK_EQ_INT(col_env_build(&in, &env, &err), 0);
+    CHECK_STR(col_env_get(env, "PYTHONPATH"), "/opt/hm/python");
+    col_env_free(env);
+    in.python_path = NULL;   /* off: the user's value untouched */
+    in.base = with;
+    CHECK_EQ_INT(col_env_build(&in, &env, &err), 0);
+    CHECK_STR(col_env_get(env, "PYTHONPATH"), "/u/a:/u/b");
+    col_env_free(env);
+}
+
 int main(void)
 {
     test_none();
@@ -241,5 +275,6 @@ int main(void)
     test_build_adds();
     test_build_user_wins();
     test_build_environ_and_errors();
+    test_build_python_path();
     return hm_test_done();
 }

@@ -1,7 +1,9 @@
 /* The live ring source: records written by a producer (as the injection
  * library writes them) become a batch. Mangled C++ kernel names are stored
  * demangled, and the NCCL plugin's GPU-side span is a collective on the GPU
- * stream, not a second kernel. */
+ * stream, not a second kernel. The Python hooks' records: an NVTX range
+ * keeps its args, a CPU collective is a CPU slice with a (pg, seq) keyed
+ * collective, and a trace file's path is handed out once. */
 #include <unistd.h>
 
 #include "collector/ring_source.h"
@@ -73,6 +75,49 @@ int main(void)
         }
         hm_batch_free(b);
     }
+
+    put_string(w, 10, "step");
+    put_string(w, 11, "{\"domain\":\"htamerge\",\"step\":3}");
+    put_string(w, 12, "gloo:all_reduce");
+    put_string(w, 13, "allreduce");
+    put_string(w, 14, "0");
+    put_string(w, 15, "[0, 1, 2, 3]");
+    struct hm_ring_nvtx n = {.ts = 5000, .dur = 900, .tid = 77, .pid = 1234, .name = 10, .args = 11};
+    CHECK_EQ_INT(hm_ring_write(w, HM_RING_NVTX, &n, sizeof n), 0);
+    struct hm_ring_cpu_coll g = {.ts = 5100, .dur = 200, .seq = 1804289390, .bytes = 4096, .nelems = 1024,
+                                 .tid = 77, .pid = 1234, .slice_name = 12, .op = 13, .pg_name = 14,
+                                 .pg_ranks = 15, .group_rank = 1, .group_size = 4};
+    CHECK_EQ_INT(hm_ring_write(w, HM_RING_CPU_COLL, &g, sizeof g), 0);
+    const char *path = "/tmp/somewhere/rank-0.pt.trace.json";
+    struct hm_ring_trace_file f = {.len = (uint32_t)strlen(path)};
+    CHECK_EQ_INT(hm_ring_write2(w, HM_RING_TRACE_FILE, &f, sizeof f, path, f.len), 0);
+    b = col_ring_drain(r, 1, &err);
+    CHECK(b != NULL);
+    if (b) {
+        CHECK_EQ_INT(b->slices.n, 2);
+        CHECK_EQ_INT(b->slices.v[0].cat, HM_CAT_NVTX);
+        CHECK_STR(hm_batch_str(b, b->slices.v[0].args), "{\"domain\":\"htamerge\",\"step\":3}");
+        CHECK_STR(hm_batch_str(b, b->slices.v[1].name), "gloo:all_reduce");
+        CHECK_EQ_INT(b->slices.v[1].cat, HM_CAT_COLLECTIVE_COMM);
+        CHECK_EQ_INT(b->slices.v[1].bytes, 4096);
+        CHECK_EQ_INT(b->tracks.v[b->slices.v[1].track].tid, 77);
+        CHECK_EQ_INT(b->collectives.n, 1);
+        if (b->collectives.n == 1) {
+            const struct hm_collective *c1 = &b->collectives.v[0];
+            CHECK_EQ_INT(c1->slice, 1);
+            CHECK_STR(hm_batch_str(b, c1->op), "allreduce");
+            CHECK_STR(hm_batch_str(b, c1->pg_name), "0");
+            CHECK_STR(hm_batch_str(b, c1->pg_ranks), "[0, 1, 2, 3]");
+            CHECK_EQ_INT(c1->seq, 1804289390);
+            CHECK_EQ_INT(c1->in_nelems, 1024);
+            CHECK_EQ_INT(c1->group_size, 4);
+        }
+        hm_batch_free(b);
+    }
+    char *got = col_ring_take_trace_file(r);
+    CHECK_STR(got ? got : "", path);
+    free(got);
+    CHECK(col_ring_take_trace_file(r) == NULL);
     hm_ring_close(w);
     col_ring_free(r);
     return hm_test_done();

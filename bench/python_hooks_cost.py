@@ -1,0 +1,76 @@
+# The Python hooks' cost per training step, in one process: a small DDP
+# (gloo, world size 1) CPU loop timed in interleaved blocks with the hooks
+# recording, on a DDP model built with them (its process group the hooks'
+# forwarding one), and with them off (_htamerge_hooks disabled: every
+# wrapper passes straight through) on a twin built without them (the real
+# group). Run it under htamerge so the hooks have a ring:
+#   htamerge -o /tmp/cost.db bench/python_hooks_cost.py [STEPS_PER_BLOCK] [BLOCKS] [WIDTH]
+# Prints one line per state: median and mean wall us per step and median
+# process CPU us per step (all threads: less sensitive to a loaded host),
+# and the differences.
+import os
+import statistics
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def main():
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 50
+    blocks = int(sys.argv[2]) if len(sys.argv) > 2 else 10
+    width = int(sys.argv[3]) if len(sys.argv) > 3 else 64
+    hooks = sys.modules.get("_htamerge_hooks")
+    if hooks is None or hooks._lib is None:
+        print("the hooks are not installed: run under htamerge", file=sys.stderr)
+        return 1
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ.setdefault("MASTER_PORT", "29533")
+    dist.init_process_group("gloo", rank=0, world_size=1)
+    def build():
+        torch.manual_seed(0)
+        layers = []
+        for _ in range(4):
+            layers += [torch.nn.Linear(width, width), torch.nn.ReLU()]
+        model = DDP(torch.nn.Sequential(*layers, torch.nn.Linear(width, 1)))
+        return model, torch.optim.SGD(model.parameters(), lr=0.01)
+
+    twins = {"on": build()}
+    hooks._disabled = True
+    twins["off"] = build()
+    hooks._disabled = False
+    x, y = torch.randn(8, width), torch.randn(8, 1)
+
+    def block(model, opt):
+        t0, c0 = time.perf_counter_ns(), time.process_time_ns()
+        for _ in range(n):
+            opt.zero_grad()
+            torch.nn.functional.mse_loss(model(x), y).backward()
+            opt.step()
+        return (time.perf_counter_ns() - t0) / n / 1e3, (time.process_time_ns() - c0) / n / 1e3
+
+    per = {"on": [], "off": []}
+    for state in ("on", "off"):   # warm-up
+        hooks._disabled = state == "off"
+        block(*twins[state])
+    for i in range(blocks):
+        for state in (("on", "off") if i % 2 == 0 else ("off", "on")):
+            hooks._disabled = state == "off"
+            per[state].append(block(*twins[state]))
+    hooks._disabled = False
+    med = {}
+    for state in ("off", "on"):
+        wall, cpu = [v[0] for v in per[state]], [v[1] for v in per[state]]
+        med[state] = (statistics.median(wall), statistics.median(cpu))
+        print("RESULT %s: wall median %.1f mean %.1f us/step, cpu median %.1f us/step (%d blocks of %d steps)"
+              % (state, med[state][0], statistics.mean(wall), med[state][1], len(wall), n))
+    print("RESULT hooks cost: wall %.1f us/step, cpu %.1f us/step (differences of the medians)"
+          % (med["on"][0] - med["off"][0], med["on"][1] - med["off"][1]))
+    dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

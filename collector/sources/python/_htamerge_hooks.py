@@ -1,0 +1,712 @@
+# htamerge's Python hooks (armed by sitecustomize.py in this folder). Once
+# the program imports torch they mark, through htamerge's shared-memory
+# ring (libhtamerge-py.so, $HTAMERGE_PY_LIB):
+#
+#   NVTX ranges of domain "htamerge" on the thread that made the calls,
+#   args {"domain":"htamerge"} (the step's also its number):
+#     step       one training iteration: from the end of the previous one
+#                (for the first, its first forward) to the end of its last
+#                optimizer.step before the next forward or backward, so
+#                several optimizers and gradient accumulation give one step;
+#                args {"domain":"htamerge","step":N}, N counting from 0
+#     forward    from the first module call after a step or a backward began
+#                to the next backward (one per micro-batch)
+#     backward   each torch.autograd.backward / Tensor.backward call
+#     optimizer  each optimizer.step call (outermost)
+#   collectives of non-NCCL backends (gloo, ...): the calling thread's
+#     enter and exit (a finished call's return, else the first moment the
+#     caller is seen with the work done), op, process group name and ranks,
+#     sequence number, elements and bytes. torch.distributed's collective
+#     functions are wrapped, and DistributedDataParallel gets a process
+#     group that forwards to the real one, since its Reducer calls
+#     ProcessGroup::allreduce from C++.
+#   trace files torch.profiler exports (export_chrome_trace, which
+#     tensorboard_trace_handler calls), wherever the program writes them,
+#     once written: the collector reads them in place and never changes
+#     them. Only with Kineto: without it torch writes the legacy
+#     profiler's JSON array, which htamerge does not read.
+#
+# Every hook is wrapped in try/except: a failure disables the hooks with one
+# line "htamerge: python hooks disabled: REASON" on stderr, and the program
+# runs on with the original functions' results.
+import ctypes
+import functools
+import os
+import sys
+import threading
+import time
+
+_DOMAIN = "htamerge"
+
+_lib = None
+_disabled = False
+_pid = os.getpid()
+_tls = threading.local()
+_strings = {}
+_lock = threading.Lock()
+
+
+def _disable(reason):
+    global _disabled
+    if _disabled:
+        return
+    _disabled = True
+    try:
+        sys.stderr.write("htamerge: python hooks disabled: %s\n" % reason)
+    except Exception:
+        pass
+
+
+def _why(e):
+    return "%s: %s" % (type(e).__name__, e)
+
+
+_now = time.time_ns
+
+
+def _tid():
+    # Cached: gettid is a system call, and a slow one in some sandboxes
+    # (4.5 us under gVisor).
+    try:
+        return _tls.tid
+    except AttributeError:
+        _tls.tid = threading.get_native_id()
+        return _tls.tid
+
+
+def _str(text):
+    sid = _strings.get(text)
+    if sid is None:
+        b = text.encode("utf-8", "replace")
+        sid = _lib.hmpy_string(b, len(b))
+        if sid:
+            _strings[text] = sid
+    return sid or 0
+
+
+_ARGS = '{"domain":"%s"}' % _DOMAIN
+
+
+def _range(name, ts, end, depth, args=None):
+    """A completed range of domain htamerge, its args {"domain":"htamerge"}
+    (the merger's way to tell the hooks' ranges from the program's), or
+    args, compact JSON text that differs each time (the step number), so
+    defined each time and not kept."""
+    if args:
+        b = args.encode()
+        a = _lib.hmpy_string(b, len(b))
+    else:
+        a = _str(_ARGS)
+    _lib.hmpy_range(ts, end - ts, _tid(), _pid, _str(name), _str(_DOMAIN), a, depth)
+
+
+def install():
+    """Loads the library, attaches to the ring, and waits for torch."""
+    global _lib
+    path = os.environ.get("HTAMERGE_PY_LIB")
+    if not path or not os.environ.get("HTAMERGE_RING"):
+        return
+    try:
+        lib = ctypes.CDLL(path)
+        i64, i32, u32 = ctypes.c_int64, ctypes.c_int32, ctypes.c_uint32
+        lib.hmpy_attach.restype = ctypes.c_int
+        lib.hmpy_string.argtypes = [ctypes.c_char_p, u32]
+        lib.hmpy_string.restype = u32
+        lib.hmpy_range.argtypes = [i64, i64, i64, i32, u32, u32, u32, i32]
+        lib.hmpy_cpu_coll.argtypes = [i64, i64, i64, i32, i64, i64, i64, u32, u32, u32, u32, u32,
+                                      i32, i32]
+        lib.hmpy_trace_file.argtypes = [ctypes.c_char_p, u32]
+        if lib.hmpy_attach() != 0:
+            _disable("cannot attach to the ring %s" % os.environ.get("HTAMERGE_RING"))
+            return
+        _lib = lib
+        os.register_at_fork(after_in_child=_after_fork)
+        if "torch" in sys.modules:
+            _on_torch()
+        else:
+            sys.meta_path.insert(0, _TorchFinder())
+    except Exception as e:
+        _disable(_why(e))
+
+
+def _after_fork():
+    global _pid
+    _pid = os.getpid()
+    _tls.__dict__.pop("tid", None)   # the forking thread is another thread now
+
+
+class _TorchFinder:
+    """Finds nothing itself: when `torch` is about to be imported, it wraps
+    that module's loader so that the hooks go in once torch is whole."""
+
+    busy = False
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "torch" or self.busy:
+            return None
+        self.busy = True
+        try:
+            import importlib.util
+            spec = importlib.util.find_spec(name)
+        except Exception:
+            spec = None
+        finally:
+            self.busy = False
+        try:
+            sys.meta_path.remove(self)
+        except ValueError:
+            pass
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        orig = spec.loader.exec_module
+
+        def exec_module(module):
+            orig(module)
+            try:
+                del spec.loader.exec_module
+            except Exception:
+                pass
+            _on_torch()
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+def _on_torch():
+    try:
+        import torch
+        _Steps.install(torch)
+        _install_profiler(torch)
+        _install_distributed(torch)
+    except Exception as e:
+        _disable(_why(e))
+
+
+# ---- steps, forward, backward, optimizer -----------------------------------
+
+class _Steps:
+    torch = None
+    step_no = 0
+    step_start = None   # start of the step in progress
+    pending_end = None  # end of its last optimizer.step, until the next forward/backward
+    fwd_start = None    # first module call since the step or the last backward began
+    armed = None        # handle of the one-shot global forward pre-hook
+    opt_depth = 0
+
+    @classmethod
+    def install(cls, torch):
+        cls.torch = torch
+        import atexit
+        import torch.nn.modules.module as mm
+        cls.mm = mm
+        orig_backward = torch.autograd.backward
+
+        @functools.wraps(orig_backward)
+        def backward(*a, **k):
+            return cls.run_backward(orig_backward, a, k)
+
+        torch.autograd.backward = backward
+        orig_tbackward = torch.Tensor.backward
+
+        @functools.wraps(orig_tbackward)
+        def tbackward(*a, **k):
+            return cls.run_backward(orig_tbackward, a, k)
+
+        torch.Tensor.backward = tbackward
+        import torch.optim.optimizer as oo
+        if hasattr(oo, "register_optimizer_step_pre_hook"):   # torch >= 2.0
+            oo.register_optimizer_step_pre_hook(cls.opt_pre_hook)
+            oo.register_optimizer_step_post_hook(cls.opt_post_hook)
+        else:                                                 # 1.13: per class, at construction
+            orig_init = oo.Optimizer.__init__
+
+            @functools.wraps(orig_init)
+            def __init__(self, *a, **k):
+                orig_init(self, *a, **k)
+                try:
+                    cls.wrap_step(type(self))
+                except Exception as e:
+                    _disable(_why(e))
+
+            oo.Optimizer.__init__ = __init__
+        cls.arm()
+        atexit.register(cls.at_exit)
+
+    # One-shot global forward pre-hook: the first module call after it is
+    # armed starts a forward (and closes a finished step).
+    @classmethod
+    def arm(cls):
+        if cls.armed is None and not _disabled:
+            cls.armed = cls.mm.register_module_forward_pre_hook(cls.on_forward)
+
+    @classmethod
+    def disarm(cls):
+        if cls.armed is not None:
+            h, cls.armed = cls.armed, None
+            h.remove()
+
+    @classmethod
+    def on_forward(cls, module, args):
+        try:
+            cls.disarm()
+            t = _now()
+            cls.close_step()
+            if cls.step_start is None:
+                cls.step_start = t
+            if cls.fwd_start is None:
+                cls.fwd_start = t
+        except Exception as e:
+            _disable(_why(e))
+        return None
+
+    @classmethod
+    def close_step(cls):
+        if cls.pending_end is None:
+            return
+        end, cls.pending_end = cls.pending_end, None
+        start = cls.step_start if cls.step_start is not None else end
+        _range("step", start, end, 0, '{"domain":"%s","step":%d}' % (_DOMAIN, cls.step_no))
+        cls.step_no += 1
+        cls.step_start = end
+
+    @classmethod
+    def run_backward(cls, fn, a, k):
+        if _disabled or getattr(_tls, "bwd", False):
+            return fn(*a, **k)
+        t0 = _now()
+        try:
+            cls.disarm()
+            cls.close_step()
+            if cls.step_start is None:
+                cls.step_start = t0
+        except Exception as e:
+            _disable(_why(e))
+        _tls.bwd = True
+        try:
+            return fn(*a, **k)
+        finally:
+            _tls.bwd = False
+            t1 = _now()
+            if not _disabled:
+                try:
+                    if cls.fwd_start is not None:
+                        _range("forward", cls.fwd_start, t0, 1)
+                        cls.fwd_start = None
+                    _range("backward", t0, t1, 1)
+                    _flush_pending()
+                    cls.arm()
+                except Exception as e:
+                    _disable(_why(e))
+
+    @classmethod
+    def opt_enter(cls):
+        cls.opt_depth += 1
+        if cls.opt_depth == 1:
+            cls.disarm()
+            cls.opt_t0 = _now()
+            _flush_pending()
+
+    @classmethod
+    def opt_exit(cls):
+        cls.opt_depth -= 1
+        if cls.opt_depth > 0:
+            return
+        cls.opt_depth = 0
+        t1 = _now()
+        _range("optimizer", cls.opt_t0, t1, 1)
+        cls.pending_end = t1
+        cls.fwd_start = None
+        cls.arm()
+
+    @classmethod
+    def guarded(cls, fn):
+        if not _disabled:
+            try:
+                fn()
+            except Exception as e:
+                _disable(_why(e))
+
+    # torch >= 2.0: global optimizer step hooks.
+    @classmethod
+    def opt_pre_hook(cls, opt, args, kwargs):
+        cls.guarded(cls.opt_enter)
+
+    @classmethod
+    def opt_post_hook(cls, opt, args, kwargs):
+        cls.guarded(cls.opt_exit)
+
+    @classmethod
+    def wrap_step(cls, klass):
+        step = klass.__dict__.get("step")
+        if step is None or getattr(step, "_htamerge", False):
+            return
+
+        @functools.wraps(step)   # keeps torch's own "hooked" mark
+        def wrapped(*a, **k):
+            if _disabled:
+                return step(*a, **k)
+            cls.guarded(cls.opt_enter)
+            try:
+                return step(*a, **k)
+            finally:
+                cls.guarded(cls.opt_exit)
+
+        wrapped._htamerge = True
+        klass.step = wrapped
+
+    @classmethod
+    def at_exit(cls):
+        if not _disabled:
+            try:
+                cls.close_step()
+                _flush_pending(final=True)
+            except Exception:
+                pass
+
+
+# ---- torch.profiler trace files --------------------------------------------
+
+def _report_trace(path):
+    if _disabled or not path:
+        return
+    try:
+        p = os.path.abspath(os.fspath(path)).encode()
+        if os.path.isfile(p):
+            _lib.hmpy_trace_file(p, len(p))
+    except Exception as e:
+        _disable(_why(e))
+
+
+def _wrap_export(klass):
+    orig = klass.__dict__.get("export_chrome_trace")
+    if orig is None or getattr(orig, "_htamerge", False):
+        return
+
+    @functools.wraps(orig)
+    def export_chrome_trace(self, path, *a, **k):
+        r = orig(self, path, *a, **k)
+        _report_trace(path)
+        return r
+
+    export_chrome_trace._htamerge = True
+    klass.export_chrome_trace = export_chrome_trace
+
+
+def _install_profiler(torch):
+    # Without Kineto (e.g. Debian's CPU build) torch exports the legacy
+    # profiler's JSON array, which htamerge cannot read: say nothing of it.
+    if not torch.autograd.kineto_available():
+        return
+    import torch.profiler
+    _wrap_export(torch.profiler.profile)
+    try:
+        import torch.profiler.profiler as pp
+        if hasattr(pp, "_KinetoProfile"):
+            _wrap_export(pp._KinetoProfile)
+    except Exception:
+        pass
+    import torch.autograd.profiler as ap
+    _wrap_export(ap.profile)
+
+
+# ---- collectives of non-NCCL backends --------------------------------------
+
+# Function or ProcessGroup method name -> (slice title as torch's own
+# profiling titles give it, "gloo:all_reduce"; collective name as Kineto's
+# record_param_comms gives it).
+_OPS = {}
+for _names, _title, _op in (
+        (("all_reduce", "allreduce"), "all_reduce", "allreduce"),
+        (("allreduce_coalesced",), "allreduce_coalesced", "allreduce_coalesced"),
+        (("broadcast",), "broadcast", "broadcast"),
+        (("reduce",), "reduce", "reduce"),
+        (("all_gather", "allgather"), "all_gather", "all_gather"),
+        (("all_gather_into_tensor", "_all_gather_base", "_allgather_base"), "_allgather_base",
+         "_allgather_base"),
+        (("allgather_coalesced",), "allgather_coalesced", "allgather_coalesced"),
+        (("reduce_scatter",), "reduce_scatter", "reduce_scatter"),
+        (("reduce_scatter_tensor", "_reduce_scatter_base"), "_reduce_scatter_base",
+         "_reduce_scatter_base"),
+        (("gather",), "gather", "gather"),
+        (("scatter",), "scatter", "scatter"),
+        (("all_to_all", "alltoall"), "all_to_all", "all_to_all"),
+        (("all_to_all_single", "alltoall_base"), "all_to_allv", "all_to_allv"),
+        (("barrier",), "barrier", "barrier")):
+    for _n in _names:
+        _OPS[_n] = (_title, _op)
+
+
+class _Groups:
+    info = {}   # id(pg) -> (pg, name id, ranks id, rank, size, backend)
+    seq = {}    # id(pg) -> last sequence number recorded
+
+    @classmethod
+    def of(cls, pg):
+        i = cls.info.get(id(pg))
+        if i is not None and i[0] is pg:
+            return i
+        import torch.distributed.distributed_c10d as c10d
+        name, ranks, backend = None, None, "gloo"
+        w = getattr(c10d, "_world", None)
+        names = getattr(w, "pg_names", None) if w is not None else getattr(c10d, "_pg_names", None)
+        granks = (getattr(w, "pg_group_ranks", None) if w is not None
+                  else getattr(c10d, "_pg_group_ranks", None))
+        try:
+            name = names.get(pg) if names is not None else None
+        except Exception:
+            pass
+        try:
+            g = granks.get(pg) if granks is not None else None
+            if g:
+                ranks = sorted(g.keys())
+        except Exception:
+            pass
+        try:
+            backend = str(c10d.get_backend(pg))
+        except Exception:
+            pass
+        if name is None:
+            name = str(getattr(pg, "group_name", "") or "") or None
+        i = (pg, _str(str(name)) if name is not None else 0,
+             _str("[" + ", ".join(str(r) for r in ranks) + "]") if ranks else 0,
+             pg.rank(), pg.size(), backend)
+        cls.info[id(pg)] = i
+        return i
+
+    @classmethod
+    def next_seq(cls, pg):
+        """The group's sequence number after a call: torch's own counter
+        when it moves, else one more than the last (the same on every
+        rank: each rank makes the same calls)."""
+        last = cls.seq.get(id(pg))
+        s = None
+        try:
+            s = int(pg._get_sequence_number_for_group())
+        except Exception:
+            pass
+        if s is None or (last is not None and s <= last):
+            s = 0 if last is None else last + 1
+        cls.seq[id(pg)] = s
+        return s
+
+
+def _tensors(x):
+    import torch
+    if isinstance(x, torch.Tensor):
+        return [x]
+    if isinstance(x, (list, tuple)):
+        out = []
+        for y in x:
+            out.extend(_tensors(y))
+        return out
+    return []
+
+
+def _record(op, pg, inputs, t0, tid, result):
+    """Records one call on pg (the real group) entered at t0 on thread
+    tid; the exit is now for a finished call (result None), else when the
+    caller is first seen with result (a Work) done (_flush_pending)."""
+    _flush_pending()
+    g = _Groups.of(pg)
+    seq = _Groups.next_seq(pg)
+    ts = _tensors(inputs)
+    nel = sum(t.numel() for t in ts) if ts else -1
+    nbytes = sum(t.numel() * t.element_size() for t in ts) if ts else -1
+    dtype = str(ts[0].dtype).replace("torch.", "") if ts else ""
+    title, kop = _OPS.get(op, (op, op))
+    backend = g[5].split(":")[-1] if g[5] else "gloo"
+    ids = (_str("%s:%s" % (backend, title)), _str(kop), g[1], g[2], _str(dtype) if dtype else 0)
+
+    def emit(t1):
+        _lib.hmpy_cpu_coll(t0, t1 - t0, tid, _pid, seq, nbytes, nel, ids[0], ids[1], ids[2], ids[3],
+                           ids[4], g[3], g[4])
+
+    fut = None
+    if result is not None and hasattr(result, "get_future"):
+        try:
+            fut = result.get_future()
+        except Exception:
+            fut = None
+    if fut is None or fut.done():
+        emit(_now())
+    else:
+        with _lock:
+            _pending.append((fut, emit))
+
+
+# Collectives issued but not seen done yet: (future, emit). Their exit is
+# the first moment the calling side sees them done (_flush_pending, at the
+# next backward exit, optimizer step, collective or step end), never a
+# callback on the backend's thread: a Python callback there costs a GIL
+# round trip (~50 us) and, run while the interpreter shuts down, aborts the
+# process (torch 1.13: "terminate called without an active exception").
+_pending = []
+
+
+def _flush_pending(final=False):
+    if not _pending:
+        return
+    t = _now()
+    done, keep = [], []
+    with _lock:
+        for p in _pending:
+            (done if final or p[0].done() else keep).append(p)
+        _pending[:] = keep
+    for fut, emit in done:
+        emit(t)
+
+
+def _call_recorded(fn, a, k, op, pg, inputs, t0, tid):
+    """fn(*a, **k), entered at t0 on thread tid, recorded as op on pg."""
+    _tls.coll = True
+    try:
+        r = fn(*a, **k)
+    finally:
+        _tls.coll = False
+    try:
+        _record(op, pg, inputs, t0, tid, r)
+    except Exception as e:
+        _disable(_why(e))
+    return r
+
+
+def _skip(pg, inputs):
+    """NCCL's collectives come from the NCCL profiler plugin already."""
+    try:
+        backend = _Groups.of(pg)[5]
+    except Exception:
+        return True
+    if "nccl" not in backend:
+        return False
+    if backend.strip() == "nccl":
+        return True
+    ts = _tensors(inputs)
+    return bool(ts) and ts[0].is_cuda
+
+
+def _make_pg_wrapper(dist):
+    """A ProcessGroup that forwards every call to the real one and records
+    the collectives; its C++ trampoline lets DDP's Reducer reach it."""
+
+    class HtamergeProcessGroup(dist.ProcessGroup):
+        def __init__(self, inner):
+            super().__init__(inner.rank(), inner.size())
+            self._hm_inner = inner
+
+        # Not "gloo": torch 1.13's DDP logger casts a "gloo" group to
+        # ProcessGroupGloo.
+        def getBackendName(self):
+            return "htamerge"
+
+        def _get_backend_name(self):
+            return "htamerge"
+
+        def rank(self):
+            return self._hm_inner.rank()
+
+        def size(self):
+            return self._hm_inner.size()
+
+        def _get_sequence_number_for_group(self):
+            return self._hm_inner._get_sequence_number_for_group()
+
+        def __getattr__(self, name):   # what the trampoline does not define
+            return getattr(self.__dict__["_hm_inner"], name)
+
+    def forward(name):
+        def method(self, *a, **k):
+            inner = self._hm_inner
+            fn = getattr(inner, name)
+            if _disabled or getattr(_tls, "coll", False):
+                return fn(*a, **k)
+            return _call_recorded(fn, a, k, name, inner, a[0] if a else None, _now(), _tid())
+        method.__name__ = name
+        return method
+
+    for name in ("allreduce", "allreduce_coalesced", "broadcast", "allgather", "_allgather_base",
+                 "allgather_coalesced", "reduce_scatter", "_reduce_scatter_base", "reduce", "gather",
+                 "scatter", "alltoall", "alltoall_base", "barrier"):
+        if hasattr(dist.ProcessGroup, name):
+            setattr(HtamergeProcessGroup, name, forward(name))
+    return HtamergeProcessGroup
+
+
+def _install_distributed(torch):
+    import torch.distributed as dist
+    if not dist.is_available():
+        return
+    import inspect
+    import torch.distributed.distributed_c10d as c10d
+
+    def wrap_fn(fname):
+        orig = getattr(dist, fname, None)
+        if orig is None or getattr(orig, "_htamerge", False):
+            return
+        try:
+            sig = inspect.signature(orig)
+        except Exception:
+            return
+
+        @functools.wraps(orig)
+        def w(*a, **k):
+            if _disabled or getattr(_tls, "coll", False):
+                return orig(*a, **k)
+            try:
+                b = sig.bind(*a, **k)
+                args = b.arguments
+                group = args.get("group")
+                pg = group if group is not None else c10d._get_default_group()
+                if getattr(pg, "_hm_inner", None) is not None:
+                    pg = pg._hm_inner
+                inputs = None
+                for key in ("tensor", "input_tensor", "input", "tensor_list", "input_tensor_list",
+                            "input_list", "scatter_list", "output_tensor", "output_tensor_list",
+                            "output"):
+                    if args.get(key) is not None:
+                        inputs = args[key]
+                        break
+                if _skip(pg, inputs):
+                    return orig(*a, **k)
+                t0, tid = _now(), _tid()
+            except Exception as e:
+                _disable(_why(e))
+                return orig(*a, **k)
+            return _call_recorded(orig, a, k, fname, pg, inputs, t0, tid)
+
+        w._htamerge = True
+        setattr(dist, fname, w)
+
+    for fname in ("all_reduce", "broadcast", "reduce", "all_gather", "all_gather_into_tensor",
+                  "_all_gather_base", "reduce_scatter", "reduce_scatter_tensor",
+                  "_reduce_scatter_base", "gather", "scatter", "all_to_all", "all_to_all_single",
+                  "barrier"):
+        wrap_fn(fname)
+
+    # DistributedDataParallel: its Reducer calls the group from C++.
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    Wrapper = _make_pg_wrapper(dist)
+    orig_init = DDP.__init__
+    try:
+        ddp_sig = inspect.signature(orig_init)
+    except Exception:
+        return
+
+    @functools.wraps(orig_init)
+    def __init__(self, *a, **k):
+        call = None
+        if not _disabled:
+            try:
+                b = ddp_sig.bind(self, *a, **k)
+                pg = b.arguments.get("process_group")
+                if pg is None:
+                    pg = c10d._get_default_group()
+                if pg is not None and not isinstance(pg, Wrapper) and "nccl" not in _Groups.of(pg)[5]:
+                    b.arguments["process_group"] = Wrapper(pg)
+                    call = (b.args, b.kwargs)
+            except Exception as e:
+                _disable(_why(e))
+        if call is None:
+            return orig_init(self, *a, **k)
+        return orig_init(*call[0], **call[1])
+
+    DDP.__init__ = __init__

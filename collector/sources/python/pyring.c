@@ -1,0 +1,108 @@
+/* libhtamerge-py.so: a tiny C API over the shared-memory ring for the
+ * Python hooks (ctypes). The bootstrap attaches once, defines each string
+ * once and then writes completed ranges, collectives and trace-file paths.
+ * Times come in as CLOCK_REALTIME ns (time.time_ns()); the clock test hook
+ * (HTAMERGE_CLOCK_SKEW_NS, ...) is applied here, as the injection library
+ * applies it to its own times.
+ *
+ * String ids: the injection library (same process) takes the upper 15 bits
+ * values 0..32748 (collector/sources/inject/inject.c); this library takes
+ * 32749..32767, one of those 19 blocks per process by pid, so the two never
+ * collide and two Python processes of one rank rarely do. */
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/clockhook.h"
+#include "common/shm_ring.h"
+
+#define HMPY_API __attribute__((visibility("default")))
+
+static struct hm_ring *g_ring;
+static struct hm_clockhook g_hook;
+static uint32_t g_block;
+static atomic_uint g_next = 1;
+
+/* 0 when attached to $HTAMERGE_RING (again: no-op), -1 when there is none. */
+HMPY_API int hmpy_attach(void)
+{
+    const char *name = getenv("HTAMERGE_RING");
+    struct hm_err err;
+
+    if (g_ring)
+        return 0;
+    if (!name || !*name)
+        return -1;
+    if (hm_clockhook_load(&g_hook) != 0)
+        memset(&g_hook, 0, sizeof g_hook);
+    hm_err_clear(&err);
+    g_block = 32749u + (uint32_t)getpid() % 19u;
+    g_ring = hm_ring_attach(name, &err);
+    return g_ring ? 0 : -1;
+}
+
+/* CLOCK_REALTIME as this rank's (possibly hooked) clock reads it. */
+HMPY_API int64_t hmpy_now(void)
+{
+    return hm_clock_now(&g_hook);
+}
+
+/* Defines text as a new string id and returns it; 0 when not attached or
+ * the ring refused it. */
+HMPY_API uint32_t hmpy_string(const char *text, uint32_t len)
+{
+    struct hm_ring_string h;
+    uint32_t low;
+
+    if (!g_ring || !text)
+        return 0;
+    if (len > HM_RING_MAX_PAYLOAD - 64)
+        len = HM_RING_MAX_PAYLOAD - 64;
+    low = atomic_fetch_add(&g_next, 1) & 0x1ffffu;
+    if (!low)
+        low = atomic_fetch_add(&g_next, 1) & 0x1ffffu;
+    h.id = g_block << 17 | low;
+    h.len = len;
+    if (hm_ring_write2(g_ring, HM_RING_STRING, &h, sizeof h, text, len) != 0)
+        return 0;
+    return h.id;
+}
+
+/* A completed range [ts, ts + dur) (real ns) on thread tid of pid, as an
+ * NVTX range of domain `domain` at nesting depth `depth`. 0 or -1. */
+HMPY_API int hmpy_range(int64_t ts, int64_t dur, int64_t tid, int32_t pid, uint32_t name,
+                        uint32_t domain, uint32_t args, int32_t depth)
+{
+    struct hm_ring_nvtx r = {.ts = hm_clockhook_apply(&g_hook, ts), .dur = dur > 0 ? dur : 0,
+                             .tid = tid, .pid = pid, .name = name, .domain = domain,
+                             .depth = (uint16_t)(depth > 0 ? depth : 0), .args = args};
+
+    return g_ring ? hm_ring_write(g_ring, HM_RING_NVTX, &r, sizeof r) : -1;
+}
+
+/* A collective timed on the calling thread (struct hm_ring_cpu_coll). */
+HMPY_API int hmpy_cpu_coll(int64_t ts, int64_t dur, int64_t tid, int32_t pid, int64_t seq,
+                           int64_t bytes, int64_t nelems, uint32_t slice_name, uint32_t op,
+                           uint32_t pg_name, uint32_t pg_ranks, uint32_t dtype, int32_t group_rank,
+                           int32_t group_size)
+{
+    struct hm_ring_cpu_coll r = {.ts = hm_clockhook_apply(&g_hook, ts), .dur = dur > 0 ? dur : 0,
+                                 .seq = seq, .bytes = bytes, .nelems = nelems, .tid = tid,
+                                 .pid = pid, .slice_name = slice_name, .op = op,
+                                 .pg_name = pg_name, .pg_ranks = pg_ranks, .dtype = dtype,
+                                 .group_rank = group_rank, .group_size = group_size};
+
+    return g_ring ? hm_ring_write(g_ring, HM_RING_CPU_COLL, &r, sizeof r) : -1;
+}
+
+/* A trace file the program finished writing (absolute path). */
+HMPY_API int hmpy_trace_file(const char *path, uint32_t len)
+{
+    struct hm_ring_trace_file h = {.len = len};
+
+    if (!g_ring || !path || !len || len > HM_RING_MAX_PAYLOAD - 64)
+        return -1;
+    return hm_ring_write2(g_ring, HM_RING_TRACE_FILE, &h, sizeof h, path, len);
+}
