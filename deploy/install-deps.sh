@@ -14,7 +14,17 @@ $SUDO apt-get -o DPkg::Lock::Timeout=600 install -y --no-install-recommends \
     zlib1g-dev libdeflate-dev \
     python3 gzip time procps openssh-client bc curl \
     clang libfuzzer-14-dev valgrind wrk \
-    groff-base man-db slurm-wlm munge
+    groff-base man-db slurm-wlm munge \
+    python3-torch
+
+# htamerge runs PROGRAM.py with python3 from PATH ($HTAMERGE_PYTHON chooses
+# another). Debian's torch is in /usr/bin/python3; a python3 earlier on PATH
+# (pyenv, conda, a venv) may not have it.
+if command -v python3 >/dev/null && ! python3 -c 'import torch' 2>/dev/null &&
+    /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+    echo "install-deps: python3 on PATH ($(command -v python3)) has no torch; /usr/bin/python3 has it:" \
+         "export HTAMERGE_PYTHON=/usr/bin/python3" >&2
+fi
 
 # The browser test: Debian's chromium, driven by the npm package
 # playwright-core. A machine that already has Node.js (e.g. from another
