@@ -377,7 +377,29 @@ def _report_trace(path):
         _disable(_why(e))
 
 
-def _wrap_export(klass):
+_legacy_said = False
+
+
+def _say_legacy(path):
+    """Without Kineto, torch's profiler writes the legacy JSON array, which
+    htamerge does not read: say so once rather than leave the files unread
+    in silence."""
+    global _legacy_said
+    if _legacy_said or not path:
+        return
+    _legacy_said = True
+    try:
+        import torch
+        ver = torch.__version__
+    except Exception:
+        ver = "?"
+    sys.stderr.write("htamerge: %s: this torch (%s) has no Kineto, so its profiler writes the "
+                     "legacy trace format, which htamerge does not read (the file stays as "
+                     "written); steps, phases and collectives come from htamerge's hooks\n"
+                     % (os.fspath(path), ver))
+
+
+def _wrap_export(klass, after):
     orig = klass.__dict__.get("export_chrome_trace")
     if orig is None or getattr(orig, "_htamerge", False):
         return
@@ -385,7 +407,7 @@ def _wrap_export(klass):
     @functools.wraps(orig)
     def export_chrome_trace(self, path, *a, **k):
         r = orig(self, path, *a, **k)
-        _report_trace(path)
+        after(path)
         return r
 
     export_chrome_trace._htamerge = True
@@ -394,19 +416,19 @@ def _wrap_export(klass):
 
 def _install_profiler(torch):
     # Without Kineto (e.g. Debian's CPU build) torch exports the legacy
-    # profiler's JSON array, which htamerge cannot read: say nothing of it.
-    if not torch.autograd.kineto_available():
-        return
+    # profiler's JSON array, which htamerge does not read: reporting it would
+    # only refuse it (and make the run exit 3), so the hooks say so instead.
+    after = _report_trace if torch.autograd.kineto_available() else _say_legacy
     import torch.profiler
-    _wrap_export(torch.profiler.profile)
+    _wrap_export(torch.profiler.profile, after)
     try:
         import torch.profiler.profiler as pp
         if hasattr(pp, "_KinetoProfile"):
-            _wrap_export(pp._KinetoProfile)
+            _wrap_export(pp._KinetoProfile, after)
     except Exception:
         pass
     import torch.autograd.profiler as ap
-    _wrap_export(ap.profile)
+    _wrap_export(ap.profile, after)
 
 
 # ---- collectives of non-NCCL backends --------------------------------------
