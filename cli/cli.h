@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 
+#include "common/err.h"
 #include "query/report.h"
 
 enum {
@@ -34,8 +35,6 @@ int cli_parse_format(const char *s, enum qry_format *f);
  * stdout at a colour terminal; see args.c), -1 for an unknown WHEN. */
 int cli_parse_color(const char *when);
 
-/* Prints "htamerge: " + message to stderr. */
-void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Joins argv into one shell-like line (for meta.command_line); static buffer. */
 const char *cli_command_line(int argc, char **argv);

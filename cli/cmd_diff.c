@@ -96,13 +96,13 @@ static int run_diff(const char *base_path, const char *new_path, const struct qr
     }
     fflush(stdout);   /* the reason after the table, also when both go to one terminal */
     if (!qry_diff_comparable(doc))
-        cli_error("diff: %s", cJSON_GetObjectItemCaseSensitive(doc, "verdict")->valuestring);
+        hm_say("diff: %s", cJSON_GetObjectItemCaseSensitive(doc, "verdict")->valuestring);
     rc = !qry_diff_comparable(doc) ? DIFF_EXIT_TROUBLE
          : qry_diff_regressed(doc) ? DIFF_EXIT_REGRESSED
                                    : DIFF_EXIT_OK;
 out:
     if (err.code)
-        cli_error("%s", hm_err_line(&err, line, sizeof line));
+        hm_say("%s", hm_err_line(&err, line, sizeof line));
     cJSON_Delete(doc);
     sqlite3_close(base);
     sqlite3_close(new);
@@ -126,19 +126,19 @@ int cli_diff(int argc, char **argv)
         switch (c) {
         case 't':
             if (parse_threshold(optarg, &o.threshold_pct)) {
-                cli_error("diff: bad threshold '%s' (a percentage >= 0, e.g. 5)", optarg);
+                hm_say("diff: bad threshold '%s' (a percentage >= 0, e.g. 5)", optarg);
                 return DIFF_EXIT_TROUBLE;
             }
             break;
         case 'f':
             if (cli_parse_format(optarg, &fmt)) {
-                cli_error("diff: unknown format '%s' (table, json or csv)", optarg);
+                hm_say("diff: unknown format '%s' (table, json or csv)", optarg);
                 return DIFF_EXIT_TROUBLE;
             }
             break;
         case 'c':
             if ((color = cli_parse_color(optarg)) < 0) {
-                cli_error("diff: unknown --color '%s' (auto, always or never)", optarg);
+                hm_say("diff: unknown --color '%s' (auto, always or never)", optarg);
                 return DIFF_EXIT_TROUBLE;
             }
             break;
@@ -149,7 +149,7 @@ int cli_diff(int argc, char **argv)
         }
     }
     if (argc - optind != 2) {
-        cli_error("diff: expected BASE.db and NEW.db, got %d file%s (try `htamerge diff --help`)",
+        hm_say("diff: expected BASE.db and NEW.db, got %d file%s (try `htamerge diff --help`)",
                   argc - optind, argc - optind == 1 ? "" : "s");
         return DIFF_EXIT_TROUBLE;
     }

@@ -121,15 +121,15 @@ static int run_export(struct export_args *a)
 
     hm_err_clear(&err);
     if (access(a->db, R_OK) != 0) {
-        cli_error("export: cannot read %s: %s", a->db, strerror(errno));
+        hm_say("export: cannot read %s: %s", a->db, strerror(errno));
         return CLI_EXIT_FAIL;
     }
     if (!(db = qry_open(a->db, &err))) {
-        cli_error("%s", hm_err_line(&err, line, sizeof line));
+        hm_say("%s", hm_err_line(&err, line, sizeof line));
         return CLI_EXIT_FAIL;
     }
     if (a->out && !(f = open_temp(a->out, &tmp))) {
-        cli_error("export: cannot create %s: %s", a->out, strerror(errno));
+        hm_say("export: cannot create %s: %s", a->out, strerror(errno));
         sqlite3_close(db);
         return CLI_EXIT_FAIL;
     }
@@ -149,7 +149,7 @@ static int run_export(struct export_args *a)
         unlink(tmp);
     free(tmp);
     if (rc != 0) {
-        cli_error("%s", hm_err_line(&err, line, sizeof line));
+        hm_say("%s", hm_err_line(&err, line, sizeof line));
         return rc == HM_EINVAL ? CLI_EXIT_USAGE : CLI_EXIT_FAIL;
     }
     if (a->out)
@@ -173,13 +173,13 @@ static int parse_args(int argc, char **argv, struct export_args *a)
         switch (c) {
         case 'f':
             if (strcmp(optarg, "chrome") != 0) {
-                cli_error("export: unknown format '%s' (chrome is the only one)", optarg);
+                hm_say("export: unknown format '%s' (chrome is the only one)", optarg);
                 return CLI_EXIT_USAGE;
             }
             break;
         case 'o':
             if (!*optarg) {
-                cli_error("export: -o needs a file name ('-' for standard output)");
+                hm_say("export: -o needs a file name ('-' for standard output)");
                 return CLI_EXIT_USAGE;
             }
             a->out = strcmp(optarg, "-") ? optarg : NULL;
@@ -187,7 +187,7 @@ static int parse_args(int argc, char **argv, struct export_args *a)
         case 'r':
             if ((n = cli_parse_list(optarg, &list)) < 0 || n > 65536 || !fits_int(list, n)) {
                 free(list);
-                cli_error("export: bad rank list '%s' (example: 0,2-3)", optarg);
+                hm_say("export: bad rank list '%s' (example: 0,2-3)", optarg);
                 return CLI_EXIT_USAGE;
             }
             free(a->ranks);
@@ -203,7 +203,7 @@ static int parse_args(int argc, char **argv, struct export_args *a)
             free(a->steps);
             a->steps = NULL;
             if ((a->o.nsteps = cli_parse_list(optarg, &a->steps)) < 0) {
-                cli_error("export: bad step list '%s' (example: 551,553-560)", optarg);
+                hm_say("export: bad step list '%s' (example: 551,553-560)", optarg);
                 return CLI_EXIT_USAGE;
             }
             a->o.steps = a->steps;
@@ -214,7 +214,7 @@ static int parse_args(int argc, char **argv, struct export_args *a)
         }
     }
     if (argc - optind != 1) {
-        cli_error("export: %s (try `htamerge export --help`)",
+        hm_say("export: %s (try `htamerge export --help`)",
                   optind >= argc ? "missing FILE.db" : "one FILE.db only");
         return CLI_EXIT_USAGE;
     }

@@ -148,7 +148,7 @@ static int ingest_parallel(int argc, char **argv, const struct mrg_ingest_opts *
     if (rank == 0) {
         listed = src_kineto_list((const char *const *)argv + optind, argc - optind, &files, &nfiles, &err);
         if (listed != 0) {
-            cli_error("%s", hm_err_line(&err, line, sizeof line));
+            hm_say("%s", hm_err_line(&err, line, sizeof line));
             nfiles = (size_t)-1;
         }
     }
@@ -162,7 +162,7 @@ static int ingest_parallel(int argc, char **argv, const struct mrg_ingest_opts *
         rc = col_ingest_send(files, nfiles, rank, size, opts->keep_args, &err);
     src_kineto_list_free(files, nfiles);
     if (rc != 0)
-        cli_error("rank %d: %s", rank, hm_err_line(&err, line, sizeof line));
+        hm_say("rank %d: %s", rank, hm_err_line(&err, line, sizeof line));
     else if (rank == 0 && !quiet)
         fprintf(stderr, "htamerge: wrote %s (%d reader ranks)\n", opts->output, size - 1);
     MPI_Finalize();
@@ -200,7 +200,7 @@ int cli_ingest(int argc, char **argv)
         }
     }
     if (optind >= argc) {
-        cli_error("ingest: no input paths (try `htamerge ingest --help`)");
+        hm_say("ingest: no input paths (try `htamerge ingest --help`)");
         return CLI_EXIT_USAGE;
     }
     if (!opts.output)
@@ -217,13 +217,13 @@ int cli_ingest(int argc, char **argv)
     hm_err_clear(&err);
     rc = src_kineto_list((const char *const *)argv + optind, argc - optind, &files, &nfiles, &err);
     if (rc != 0) {
-        cli_error("%s", hm_err_line(&err, line, sizeof line));
+        hm_say("%s", hm_err_line(&err, line, sizeof line));
         return CLI_EXIT_FAIL;
     }
     rc = mrg_ingest(files, nfiles, &opts, &st, &err);
     src_kineto_list_free(files, nfiles);
     if (rc != 0) {
-        cli_error("%s", hm_err_line(&err, line, sizeof line));
+        hm_say("%s", hm_err_line(&err, line, sizeof line));
         return CLI_EXIT_FAIL;
     }
     if (!quiet)

@@ -73,13 +73,13 @@ static int run_report(const char *path, struct qry_report_opts *o, enum qry_form
     hm_err_clear(&err);
     db = qry_open(path, &err);
     if (!db) {
-        cli_error("%s", hm_err_line(&err, line, sizeof line));
+        hm_say("%s", hm_err_line(&err, line, sizeof line));
         return CLI_EXIT_FAIL;
     }
     rc = qry_report_build(db, o, &doc, &err);
     sqlite3_close(db);
     if (rc != 0) {
-        cli_error("%s", hm_err_line(&err, line, sizeof line));
+        hm_say("%s", hm_err_line(&err, line, sizeof line));
         return CLI_EXIT_FAIL;
     }
     qry_report_render(doc, fmt, fmt == QRY_FORMAT_TABLE && cli_parse_color("auto"), stdout);
@@ -105,14 +105,14 @@ int cli_report(int argc, char **argv)
         switch (c) {
         case 'f':
             if (cli_parse_format(optarg, &fmt)) {
-                cli_error("report: unknown format '%s' (table, json or csv)", optarg);
+                hm_say("report: unknown format '%s' (table, json or csv)", optarg);
                 return CLI_EXIT_USAGE;
             }
             break;
         case 'r':
             free(ranks);
             if ((n = cli_parse_list(optarg, &ranks)) < 0 || n > 4096) {
-                cli_error("report: bad rank list '%s' (example: 0,2-3)", optarg);
+                hm_say("report: bad rank list '%s' (example: 0,2-3)", optarg);
                 return CLI_EXIT_USAGE;
             }
             for (int i = 0; i < n; i++)
@@ -123,7 +123,7 @@ int cli_report(int argc, char **argv)
         case 's':
             free(steps);
             if ((o.nsteps = cli_parse_list(optarg, &steps)) < 0) {
-                cli_error("report: bad step list '%s' (example: 551,553-560)", optarg);
+                hm_say("report: bad step list '%s' (example: 551,553-560)", optarg);
                 return CLI_EXIT_USAGE;
             }
             o.steps = steps;
@@ -132,14 +132,14 @@ int cli_report(int argc, char **argv)
         case 'n': o.top_kernels = atoi(optarg); break;
         case 'M':
             if (strcmp(optarg, "hta") != 0 && strcmp(optarg, "scalasca") != 0) {
-                cli_error("report: unknown straggler method '%s' (scalasca or hta)", optarg);
+                hm_say("report: unknown straggler method '%s' (scalasca or hta)", optarg);
                 return CLI_EXIT_USAGE;
             }
             o.method = optarg;
             break;
         case 'K':
             if ((o.candidates = atoi(optarg)) < 1) {
-                cli_error("report: --candidates needs a positive number, not '%s'", optarg);
+                hm_say("report: --candidates needs a positive number, not '%s'", optarg);
                 return CLI_EXIT_USAGE;
             }
             break;
@@ -148,13 +148,13 @@ int cli_report(int argc, char **argv)
         }
     }
     if (optind >= argc) {
-        cli_error("report: missing FILE.db (try `htamerge report --help`)");
+        hm_say("report: missing FILE.db (try `htamerge report --help`)");
         return CLI_EXIT_USAGE;
     }
     if (optind + 1 < argc)
         o.topic = argv[optind + 1];
     if (optind + 2 < argc || !qry_topic_find(o.topic)) {
-        cli_error("report: unknown topic '%s' (try `htamerge report --help`)", o.topic);
+        hm_say("report: unknown topic '%s' (try `htamerge report --help`)", o.topic);
         rc = CLI_EXIT_USAGE;
     } else {
         rc = run_report(argv[optind], &o, fmt);
@@ -232,7 +232,7 @@ int cli_sql(int argc, char **argv)
         switch (c) {
         case 'f':
             if (cli_parse_format(optarg, &fmt)) {
-                cli_error("sql: unknown format '%s'", optarg);
+                hm_say("sql: unknown format '%s'", optarg);
                 return CLI_EXIT_USAGE;
             }
             break;
@@ -247,19 +247,19 @@ int cli_sql(int argc, char **argv)
     hm_err_clear(&err);
     db = qry_open(argv[optind], &err);
     if (!db) {
-        cli_error("%s", hm_err_line(&err, line, sizeof line));
+        hm_say("%s", hm_err_line(&err, line, sizeof line));
         return CLI_EXIT_FAIL;
     }
     rc = qry_sql_run(db, argv[optind + 1], &lim, &doc, &err);
     sqlite3_close(db);
     if (rc != 0) {
-        cli_error("%s", hm_err_line(&err, line, sizeof line));
+        hm_say("%s", hm_err_line(&err, line, sizeof line));
         return CLI_EXIT_FAIL;
     }
     if (fmt != QRY_FORMAT_JSON) {
         cJSON *table = qry_sql_as_objects(doc);
         if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(doc, "truncated")))
-            cli_error("sql: output cut at %ld rows", lim.max_rows);
+            hm_say("sql: output cut at %ld rows", lim.max_rows);
         cJSON_DeleteItemFromObjectCaseSensitive(table, "truncated");
         cJSON_Delete(doc);
         doc = table;

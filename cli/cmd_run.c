@@ -97,7 +97,7 @@ static int parse_capture(const char *list, unsigned *out)
             if (strlen(names[i].name) == n && !strncmp(p, names[i].name, n))
                 break;
         if (i == sizeof names / sizeof names[0]) {
-            cli_error("--capture: unknown source '%.*s' (known: kineto, cupti, cupti-launches, cupti-sync, cupti-range, "
+            hm_say("--capture: unknown source '%.*s' (known: kineto, cupti, cupti-launches, cupti-sync, cupti-range, "
                       "nvtx, nccl, all, none)",
                       (int)n, p);
             return -1;
@@ -116,7 +116,7 @@ static int parse_window(const char *arg, const char **out)
 
     if (sscanf(arg, "%lld/%lld%n", &on, &period, &used) != 2 || arg[used] != '\0' || on <= 0 ||
         period <= on || period > 3600000) {
-        cli_error("--cupti-window '%s': want ON/PERIOD in milliseconds with 0 < ON < PERIOD <= "
+        hm_say("--cupti-window '%s': want ON/PERIOD in milliseconds with 0 < ON < PERIOD <= "
                   "3600000, e.g. 1000/10000", arg);
         return -1;
     }
@@ -136,7 +136,7 @@ static int parse_linger(const char *arg, int *out)
     }
     v = strtol(arg, &end, 10);
     if (end == arg || *end != '\0' || v < 0 || v > 31536000) {
-        cli_error("--serve-linger '%s': want seconds (0 to 31536000) or forever", arg);
+        hm_say("--serve-linger '%s': want seconds (0 to 31536000) or forever", arg);
         return -1;
     }
     *out = (int)v;
@@ -182,7 +182,7 @@ static int parse_run_opts(int argc, char **argv, struct job_run_opts *o)
             break;
         case 'P':
             if (strcmp(optarg, "on") && strcmp(optarg, "off")) {
-                cli_error("--python-hooks '%s': want on or off", optarg);
+                hm_say("--python-hooks '%s': want on or off", optarg);
                 return -1;
             }
             o->python_hooks = !strcmp(optarg, "on");
@@ -192,12 +192,12 @@ static int parse_run_opts(int argc, char **argv, struct job_run_opts *o)
         }
     }
     if (optind >= argc) {
-        cli_error("no PROGRAM to run (try `htamerge --help`)");
+        hm_say("no PROGRAM to run (try `htamerge --help`)");
         return -1;
     }
     if (o->window) {
         if (!(o->capture & JOB_CAP_CUPTI) || (o->capture & JOB_CAP_CUPTI_RANGE)) {
-            cli_error("--cupti-window needs cupti in --capture, and not cupti-range (which "
+            hm_say("--cupti-window needs cupti in --capture, and not cupti-range (which "
                       "decides when CUPTI records itself)");
             return -1;
         }

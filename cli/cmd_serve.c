@@ -59,7 +59,7 @@ int cli_serve(int argc, char **argv)
         case 'T':
             o.timeout_s = atoi(optarg);
             if (o.timeout_s < 1 || o.timeout_s > 3600) {
-                cli_error("serve: bad --timeout '%s' (1 to 3600 seconds)", optarg);
+                hm_say("serve: bad --timeout '%s' (1 to 3600 seconds)", optarg);
                 return CLI_EXIT_USAGE;
             }
             break;
@@ -68,7 +68,7 @@ int cli_serve(int argc, char **argv)
         }
     }
     if (argc - optind != 1) {
-        cli_error("serve: give one FILE.db (try `htamerge serve --help`)");
+        hm_say("serve: give one FILE.db (try `htamerge serve --help`)");
         return CLI_EXIT_USAGE;
     }
     o.db_path = argv[optind];
@@ -79,6 +79,6 @@ int cli_serve(int argc, char **argv)
     hm_err_clear(&err);
     rc = qry_serve(&o, &err);
     if (rc != 0)
-        cli_error("serve: %s", hm_err_line(&err, line, sizeof line));
+        hm_say("serve: %s", hm_err_line(&err, line, sizeof line));
     return rc == 0 ? CLI_EXIT_OK : rc == HM_EINVAL ? CLI_EXIT_USAGE : CLI_EXIT_FAIL;
 }

@@ -1,6 +1,5 @@
 /* htamerge entry point: dispatches to a subcommand. */
 #include <malloc.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -32,15 +31,6 @@ static const struct command commands[] = {
     {"diff", cli_diff, "compare two runs; exit 1 when the new one is slower (for CI)"},
 };
 
-void cli_error(const char *fmt, ...)
-{
-    va_list ap;
-    fputs("htamerge: ", stderr);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-}
 
 const char *cli_command_line(int argc, char **argv)
 {
@@ -126,7 +116,7 @@ int main(int argc, char **argv)
             for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
                 if (!strcmp(commands[i].name, argv[2]))
                     return commands[i].run(2, sub);
-            cli_error("no such command: %s", argv[2]);
+            hm_say("no such command: %s", argv[2]);
             return CLI_EXIT_USAGE;
         }
         usage(stdout);

@@ -84,3 +84,14 @@ const char *hm_err_name(int code)
     default: return "unknown error";
     }
 }
+
+void hm_say(const char *fmt, ...)
+{
+    va_list ap;
+
+    fputs("htamerge: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}

@@ -42,6 +42,10 @@ void hm_err_prefix(struct hm_err *err, const char *fmt, ...)
 /* Formats err as one line "FILE: offset N: MSG" into buf. */
 const char *hm_err_line(const struct hm_err *err, char *buf, unsigned len);
 
+/* Prints one line "htamerge: MSG" on stderr: how every command and the
+ * main job report what went wrong to the user. */
+void hm_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* A short name for a code, e.g. "format error". */
 const char *hm_err_name(int code);
 

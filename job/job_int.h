@@ -37,8 +37,6 @@ struct job_loop {
     time_t touched;         /* when trace_root's mtime was last set */
 };
 
-/* Prints "htamerge: " + message to stderr (as the CLI does). */
-void job_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* --- Trace folders (traces.c) ------------------------------------------ */
 

@@ -78,7 +78,7 @@ int job_start_rank(struct job_loop *L, const struct job_run_opts *o, const struc
     hm_err_clear(&err);
     L->col = col_rank_start(&co, &err);
     if (!L->col) {
-        job_error("rank %d: %s", L->rank, hm_err_line(&err, line, sizeof line));
+        hm_say("rank %d: %s", L->rank, hm_err_line(&err, line, sizeof line));
         L->exit_code = 127;
         return -1;
     }

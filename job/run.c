@@ -120,7 +120,7 @@ static void start_merger(struct job_loop *L, const struct job_run_opts *o, const
 
     L->mrg = mrg_live_start(&mo, err);
     if (!L->mrg) {
-        job_error("%s", hm_err_line(err, line, sizeof line));
+        hm_say("%s", hm_err_line(err, line, sizeof line));
         MPI_Abort(MPI_COMM_WORLD, JOB_EXIT_FAIL);
     }
 }
@@ -133,7 +133,7 @@ static int finish_merger(struct job_loop *L, const struct job_run_opts *o, int s
     int complete = rc == 0 && !L->signal;
 
     if (mrg_live_finish(L->mrg, complete, res, err) != 0) {
-        job_error("%s", hm_err_line(err, line, sizeof line));
+        hm_say("%s", hm_err_line(err, line, sizeof line));
         return -1;
     }
     say_written(o->output, size, complete, res);
@@ -154,7 +154,7 @@ int job_run(const struct job_run_opts *o, int argc, char **argv)
 
     export_env(o);
     if (hm_clockhook_load(&hook) != 0) {
-        job_error("malformed HTAMERGE_CLOCK_SKEW_NS, _DRIFT_PPM, _JUMP_NS or _JUMP_AFTER_MS");
+        hm_say("malformed HTAMERGE_CLOCK_SKEW_NS, _DRIFT_PPM, _JUMP_NS or _JUMP_AFTER_MS");
         return JOB_EXIT_USAGE;
     }
     MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
@@ -179,7 +179,7 @@ int job_run(const struct job_run_opts *o, int argc, char **argv)
     job_start_rank(&L, o, &plan, size, node, &hook, trace_dir, sizeof trace_dir);
     rc = job_loop_run(&L, &err);
     if (rc)
-        job_error("rank %d: %s", L.rank, hm_err_line(&err, line, sizeof line));
+        hm_say("rank %d: %s", L.rank, hm_err_line(&err, line, sizeof line));
     if (L.rank == 0)
         rc = finish_merger(&L, o, size, rc, &res, &err);
     if (getenv("HTAMERGE_STATS"))

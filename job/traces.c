@@ -3,7 +3,6 @@
  * folders that killed runs left, and removal at the end. */
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,15 +12,6 @@
 #include "collector/trace_sweep.h"
 #include "job_int.h"
 
-void job_error(const char *fmt, ...)
-{
-    va_list ap;
-    fputs("htamerge: ", stderr);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-}
 
 /* Where run folders go: $TMPDIR, else /tmp. */
 static const char *trace_parent(void)
@@ -59,7 +49,7 @@ void job_make_plan(struct job_plan *p, const struct hm_clockhook *hook)
 void job_remove_traces(const char *trace_dir, const char *trace_root)
 {
     if (col_trace_remove_tree(trace_dir) != 0 && errno != ENOENT)
-        job_error("could not remove %s: %s", trace_dir, strerror(errno));
+        hm_say("could not remove %s: %s", trace_dir, strerror(errno));
     rmdir(trace_root);
 }
 
@@ -73,7 +63,7 @@ void job_mark_kept(const char *trace_root)
     snprintf(path, sizeof path, "%s/%s", trace_root, COL_TRACE_KEEP_MARKER);
     fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
     if (fd < 0)
-        job_error("could not create %s: %s", path, strerror(errno));
+        hm_say("could not create %s: %s", path, strerror(errno));
     else
         close(fd);
 }
