@@ -361,13 +361,37 @@ static int kept_cpu_corrs(struct an_ctx *c, const uint8_t *keep_cpu, struct an_c
     return 0;
 }
 
+/* A Kineto trace holds only the profiled steps, so HTA's last-step rule
+ * is all the window it needs. A live capture (or steps from the hooks,
+ * NVTX or inference) also holds the start-up before the first step and
+ * the teardown after the last: CPU rows (and the GPU work they launched)
+ * count only from the first step's start, and without the last-step rule
+ * until the last step's end. Otherwise [INT64_MIN, INT64_MAX). */
+static void step_window(const struct hm_batch *b, const struct an_ctx *c, int64_t *first, int64_t *last)
+{
+    int64_t s0, e0;
+
+    *first = INT64_MIN;
+    *last = INT64_MAX;
+    if (!b->steps.n || (an_steps_source(b) == HM_STEP_PROFILER && !(b->info.flags & HM_INFO_F_LIVE)))
+        return;
+    *first = INT64_MAX;
+    *last = INT64_MIN;
+    for (size_t k = 0; k < b->steps.n; k++) {
+        struct hm_slice tmp = {.ts = b->steps.v[k].ts, .dur = b->steps.v[k].dur};
+        to_units(&tmp, c->fractional, &s0, &e0);
+        *first = s0 < *first ? s0 : *first;
+        *last = e0 > *last ? e0 : *last;
+    }
+}
+
 /* Applies the last-step rule and builds c->rows (all kept rows). */
 static int filter_rows(struct hm_batch *b, const struct an_options *opt, struct an_ctx *c)
 {
     size_t n = b->slices.n, nkept;
     uint8_t *keep = calloc(n ? n : 1, 1);
     struct an_corr *kept = NULL;
-    int64_t last_start = INT64_MAX, s0, e0;
+    int64_t last_start = INT64_MAX, first_start, last_end, s0, e0;
     int distinct = 0, rc;
 
     if (!keep)
@@ -400,11 +424,12 @@ static int filter_rows(struct hm_batch *b, const struct an_options *opt, struct 
         }
     }
     c->last_start = last_start;
+    step_window(b, c, &first_start, &last_end);
     for (size_t i = 0; i < n; i++) {
         if (c->is_gpu[i] || b->slices.v[i].cat == HM_CAT_TRACE)
             continue;
         to_units(&b->slices.v[i], c->fractional, &s0, &e0);
-        keep[i] = !c->drop_last || s0 < last_start;
+        keep[i] = (!c->drop_last || s0 < last_start) && s0 >= first_start && s0 < last_end;
     }
     rc = kept_cpu_corrs(c, keep, &kept, &nkept);
     for (size_t i = 0; i < n && rc == 0; i++) {

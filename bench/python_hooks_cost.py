@@ -4,7 +4,10 @@
 # forwarding one), and with them off (_htamerge_hooks disabled: every
 # wrapper passes straight through) on a twin built without them (the real
 # group). Run it under htamerge so the hooks have a ring:
-#   htamerge -o /tmp/cost.db bench/python_hooks_cost.py [STEPS_PER_BLOCK] [BLOCKS] [WIDTH]
+#   htamerge -o /tmp/cost.db bench/python_hooks_cost.py [STEPS_PER_BLOCK] [BLOCKS] [WIDTH] [ddp|single]
+# ddp (the default) pays for steps, phases and the gloo collectives; single
+# (no DDP, no process group) for steps and phases alone, which is what a
+# single-GPU or NCCL job pays (NCCL's collectives come from its plugin).
 # Prints one line per state: median and mean wall us per step and median
 # process CPU us per step (all threads: less sensitive to a loaded host),
 # and the differences.
@@ -22,19 +25,23 @@ def main():
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 50
     blocks = int(sys.argv[2]) if len(sys.argv) > 2 else 10
     width = int(sys.argv[3]) if len(sys.argv) > 3 else 64
+    ddp = (sys.argv[4] if len(sys.argv) > 4 else "ddp") == "ddp"
     hooks = sys.modules.get("_htamerge_hooks")
     if hooks is None or hooks._lib is None:
         print("the hooks are not installed: run under htamerge", file=sys.stderr)
         return 1
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     os.environ.setdefault("MASTER_PORT", "29533")
-    dist.init_process_group("gloo", rank=0, world_size=1)
+    if ddp:
+        dist.init_process_group("gloo", rank=0, world_size=1)
     def build():
         torch.manual_seed(0)
         layers = []
         for _ in range(4):
             layers += [torch.nn.Linear(width, width), torch.nn.ReLU()]
-        model = DDP(torch.nn.Sequential(*layers, torch.nn.Linear(width, 1)))
+        model = torch.nn.Sequential(*layers, torch.nn.Linear(width, 1))
+        if ddp:
+            model = DDP(model)
         return model, torch.optim.SGD(model.parameters(), lr=0.01)
 
     twins = {"on": build()}
@@ -64,11 +71,12 @@ def main():
     for state in ("off", "on"):
         wall, cpu = [v[0] for v in per[state]], [v[1] for v in per[state]]
         med[state] = (statistics.median(wall), statistics.median(cpu))
-        print("RESULT %s: wall median %.1f mean %.1f us/step, cpu median %.1f us/step (%d blocks of %d steps)"
-              % (state, med[state][0], statistics.mean(wall), med[state][1], len(wall), n))
-    print("RESULT hooks cost: wall %.1f us/step, cpu %.1f us/step (differences of the medians)"
-          % (med["on"][0] - med["off"][0], med["on"][1] - med["off"][1]))
-    dist.destroy_process_group()
+        print("RESULT %s%s: wall median %.1f mean %.1f us/step, cpu median %.1f us/step (%d blocks of %d steps)"
+              % ("" if ddp else "single ", state, med[state][0], statistics.mean(wall), med[state][1], len(wall), n))
+    print("RESULT %shooks cost: wall %.1f us/step, cpu %.1f us/step (differences of the medians)"
+          % ("" if ddp else "single ", med["on"][0] - med["off"][0], med["on"][1] - med["off"][1]))
+    if ddp:
+        dist.destroy_process_group()
     return 0
 
 

@@ -62,6 +62,8 @@ struct hm_track {
 /* hm_rank_info.flags */
 #define HM_INFO_F_FRACTIONAL_TS 0x1u /* some ts had a fraction or was missing:
                                         HTA then rounds every event inward to whole us */
+#define HM_INFO_F_LIVE 0x2u          /* read back from a live capture, which holds the
+                                        whole run, not only the profiled steps */
 
 struct hm_slice {
     int64_t ts;          /* start, ns on the rank's trace clock */

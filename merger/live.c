@@ -492,8 +492,10 @@ static int analyse(struct mrg_live *m, struct hm_err *err)
         int rc = mrg_writer_load_rank(m->w, r, &b, err);
         if (rc == HM_EEMPTY)
             continue;
-        if (rc == 0)
+        if (rc == 0) {
+            b->info.flags |= HM_INFO_F_LIVE;
             rc = an_hta_run_modes(b, modes, 2, res, err);
+        }
         if (rc == 0)
             rc = mrg_writer_store_iterations(m->w, b, err);
         hm_batch_free(b);

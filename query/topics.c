@@ -58,7 +58,12 @@ static int build_steps(sqlite3 *db, const struct qry_report_opts *o, cJSON *doc,
 
     if (rc == 0)
         rc = qry_report_step_sources(db, doc, err);
-    return rc ? rc : qry_report_rows(db, o, hm_sql_report_step_breakdown, doc, "breakdown", err);
+    return rc ? rc
+              : qry_report_rows(db, o,
+                                qry_has_column(db, "step_breakdown", "forward_gpu_ns")
+                                    ? hm_sql_report_step_breakdown
+                                    : hm_sql_report_step_breakdown_cpu_only,
+                                doc, "breakdown", err);
 }
 
 static int build_clocks(sqlite3 *db, const struct qry_report_opts *o, cJSON *doc, struct hm_err *err)

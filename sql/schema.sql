@@ -267,6 +267,10 @@ CREATE TABLE step_breakdown (
     exposed_comm_ns INTEGER,  -- communication (NCCL kernels, or CPU collective ranges on ranks without them) while no computation kernel runs
     other_ns        INTEGER,  -- the rest: data loading, host work, idle
     source          TEXT,     -- annotations (phase names found in the step) or kernels (kernel classes only)
+    forward_gpu_ns   INTEGER, -- GPU busy time (union) of the work launched, on any thread, while inside a forward annotation
+    backward_gpu_ns  INTEGER, -- likewise for backward (autograd launches from its own threads)
+    optimizer_gpu_ns INTEGER, -- likewise for optimizer
+    other_gpu_ns     INTEGER, -- GPU work launched in the step outside the three; the four sum to steps.gpu_busy_us give or take overlap between them
     PRIMARY KEY (rank, step)
 );
 

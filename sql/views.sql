@@ -175,7 +175,9 @@ SELECT rank, step, dur_ns / 1e6 AS step_ms, source,
        100.0 * optimizer_ns / nullif(dur_ns, 0) AS optimizer_pct,
        100.0 * compute_ns / nullif(dur_ns, 0) AS compute_pct,
        100.0 * exposed_comm_ns / nullif(dur_ns, 0) AS exposed_comm_pct,
-       100.0 * other_ns / nullif(dur_ns, 0) AS other_pct
+       100.0 * other_ns / nullif(dur_ns, 0) AS other_pct,
+       forward_gpu_ns / 1e6 AS forward_gpu_ms, backward_gpu_ns / 1e6 AS backward_gpu_ms,
+       optimizer_gpu_ns / 1e6 AS optimizer_gpu_ms, other_gpu_ns / 1e6 AS other_gpu_ms
 FROM step_breakdown;
 
 -- ProfilerStep ranges per rank with the step analysis.

@@ -189,20 +189,31 @@ static int reopen_check(struct mrg_writer *w, struct hm_err *err)
 enum { HAS_COLUMN_COLUMNS(HM_COLUMN_ENUM) };
 static const char *const has_column_names[] = {HAS_COLUMN_COLUMNS(HM_COLUMN_NAME)};
 
-/* A file from before steps.source gets the column, so that the re-analysis
- * can store each step's source. */
-static int add_steps_source(struct mrg_writer *w, struct hm_err *err)
+/* Adds a column a file from an older htamerge lacks: has_sql counts it
+ * (column "have"), add_sql adds it; what adds it says so in an error. */
+static int add_missing(struct mrg_writer *w, const char *has_sql, const char *add_sql, const char *what,
+                       struct hm_err *err)
 {
     sqlite3_stmt *st = NULL;
     int have = 0;
 
-    if (sqlite3_prepare_v2(w->db, hm_sql_writer_has_steps_source, -1, &st, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(w->db, has_sql, -1, &st, NULL) != SQLITE_OK)
         return wr_fail_sql(w, err, "reading the schema");
     HM_COLUMNS_CHECK(st, has_column_names);
     if (sqlite3_step(st) == SQLITE_ROW)
         have = sqlite3_column_int(st, HC_HAVE) > 0;
     sqlite3_finalize(st);
-    return have ? 0 : wr_exec(w, hm_sql_writer_add_steps_source, err, "adding steps.source");
+    return have ? 0 : wr_exec(w, add_sql, err, what);
+}
+
+/* What the re-analysis stores that older files have no column for:
+ * steps.source, and the phases' GPU time in step_breakdown. */
+static int add_new_columns(struct mrg_writer *w, struct hm_err *err)
+{
+    return add_missing(w, hm_sql_writer_has_steps_source, hm_sql_writer_add_steps_source,
+                       "adding steps.source", err) ||
+           add_missing(w, hm_sql_writer_has_phase_gpu, hm_sql_writer_add_phase_gpu,
+                       "adding the phases' GPU time to step_breakdown", err);
 }
 
 struct mrg_writer *mrg_writer_reopen(const char *path, struct hm_err *err)
@@ -233,7 +244,7 @@ struct mrg_writer *mrg_writer_reopen(const char *path, struct hm_err *err)
      * to the file as it was, which only a journal can do. */
     if (wr_exec(w, "PRAGMA cache_size = -262144", err, "setting up the database") ||
         wr_exec(w, "BEGIN IMMEDIATE", err, "starting the re-analysis") || reopen_check(w, err) ||
-        add_steps_source(w, err) || wr_prepare_statements(w, err))
+        add_new_columns(w, err) || wr_prepare_statements(w, err))
         goto fail;
     return w;
 fail:

@@ -3,6 +3,7 @@
  * steps; each segment between two boundaries goes to one bucket of the
  * step it lies in. */
 #include "step_breakdown.h"
+#include "phase_gpu.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -85,7 +86,7 @@ static int bucket(const int *c)
 }
 
 static int store_rank(struct xr_ctx *x, sqlite3_stmt *st, const struct xr_rank *k,
-                      int64_t (*acc)[B__COUNT], const int *annotated)
+                      int64_t (*acc)[B__COUNT], const int *annotated, int64_t (*gpu)[XR_PG__COUNT])
 {
     for (size_t i = 0; i < k->steps.n; i++) {
         int rc;
@@ -95,6 +96,8 @@ static int store_rank(struct xr_ctx *x, sqlite3_stmt *st, const struct xr_rank *
         for (int b = 0; b < B__COUNT; b++)
             sqlite3_bind_int64(st, 4 + b, acc[i][b]);
         sqlite3_bind_text(st, 10, annotated[i] ? "annotations" : "kernels", -1, SQLITE_STATIC);
+        for (int ph = 0; ph < XR_PG__COUNT; ph++)
+            sqlite3_bind_int64(st, 11 + ph, gpu[i][ph]);
         rc = sqlite3_step(st);
         sqlite3_reset(st);
         if (rc != SQLITE_DONE)
@@ -112,8 +115,9 @@ static int rank_breakdown(struct xr_ctx *x, sqlite3_stmt *st, const struct xr_ra
     int c[S__COUNT] = {0}, rc;
     int64_t (*acc)[B__COUNT] = calloc(k->steps.n + 1, sizeof *acc), cur = -1;
     int *annotated = calloc(k->steps.n + 1, sizeof *annotated);
+    int64_t (*gpu)[XR_PG__COUNT] = calloc(k->steps.n + 1, sizeof *gpu);
 
-    if (!acc || !annotated || collect(x, k, &v)) {
+    if (!acc || !annotated || !gpu || collect(x, k, &v) || xr_phase_gpu(x, k, gpu)) {
         rc = hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory in the step breakdown");
         goto out;
     }
@@ -128,11 +132,12 @@ static int rank_breakdown(struct xr_ctx *x, sqlite3_stmt *st, const struct xr_ra
         if (e->kind == S_STEP)
             cur = e->delta > 0 ? e->step : -1;
     }
-    rc = store_rank(x, st, k, acc, annotated) ? xr_sql_fail(x, err, "storing the step breakdown") : 0;
+    rc = store_rank(x, st, k, acc, annotated, gpu) ? xr_sql_fail(x, err, "storing the step breakdown") : 0;
 out:
     HM_VEC_FREE(v);
     free(acc);
     free(annotated);
+    free(gpu);
     return rc;
 }
 

@@ -75,6 +75,8 @@ struct inj_cupti {
     int64_t win_on_ms, win_period_ms;   /* HTAMERGE_CUPTI_WINDOW; period 0: always on */
     int64_t win_start_ms;      /* mono_ms() when the windows began */
     _Atomic int wstate;        /* enum win_state */
+    pthread_mutex_t win_mu;    /* window_tick against a hand-over (program thread) */
+    int handovers;             /* times CUPTI went to torch.profiler and came back */
     int sync;                  /* cupti-sync, to enable the same kinds again */
     uint32_t epoch;            /* attaches so far - 1: correlation ids restart at each */
     int64_t corr_base;         /* drain thread: epoch << 32 of the buffer being parsed */
@@ -105,7 +107,7 @@ struct inj_cupti {
  * cost a launch-bound step 13 % (bench/RESULTS.md). NVIDIA's way to detach
  * is from a callback at an API call's exit, so the drain thread asks and
  * the next CUDA call of the program does it. */
-enum win_state { WIN_ATTACHED = 0, WIN_DETACH_ASKED, WIN_DETACHING, WIN_DETACHED };
+enum win_state { WIN_ATTACHED = 0, WIN_DETACH_ASKED, WIN_DETACHING, WIN_DETACHED, WIN_HANDED_OVER };
 
 static int64_t mono_ms(void)
 {
@@ -447,6 +449,7 @@ static void parse_list(struct inj *g, struct inj_cupti *c, struct inj_cbuf *b)
 }
 
 static CUptiResult subscribe(struct inj_cupti *c, char *why, size_t len);
+static void set_recording(struct inj *g, struct inj_cupti *c, int on);
 static int enable_all(struct inj *g, struct inj_cupti *c, int sync, char *why, size_t len);
 
 /* Recording windows (HTAMERGE_CUPTI_WINDOW=ON_MS/PERIOD_MS): CUPTI is
@@ -485,7 +488,23 @@ static void reattach(struct inj *g, struct inj_cupti *c)
     reclaim_held(g, c);
     c->nkinds = c->nrt = c->ndrv = 0;
     c->epoch++;
-    if (subscribe(c, why, sizeof why) != CUPTI_SUCCESS || enable_all(g, c, c->sync, why, sizeof why) != 0) {
+    c->sub = NULL;
+    if (subscribe(c, why, sizeof why) != CUPTI_SUCCESS)
+        c->sub = NULL;
+    if (!c->sub && !c->handovers) {
+        fprintf(stderr, "htamerge: CUPTI did not attach again for a recording window (%s); "
+                        "no more CUDA activity from process %d\n", why, (int)c->pid);
+        c->win_period_ms = 0;
+        return;
+    }
+    if (!c->sub && c->win_period_ms) {
+        /* torch.profiler kept the one subscriber: activity records need
+         * none, but a window's detach does (a callback at an API exit). */
+        fprintf(stderr, "htamerge: torch.profiler keeps CUPTI's subscriber (%s); CUPTI records "
+                        "from now on without recording windows in process %d\n", why, (int)c->pid);
+        c->win_period_ms = 0;
+    }
+    if (enable_all(g, c, c->sync, why, sizeof why) != 0) {
         fprintf(stderr, "htamerge: CUPTI did not attach again for a recording window (%s); "
                         "no more CUDA activity from process %d\n", why, (int)c->pid);
         c->win_period_ms = 0;
@@ -533,6 +552,101 @@ static int detach_here(struct inj *g, struct inj_cupti *c, const CUpti_CallbackD
     return 1;
 }
 
+/* ---- hand-over to torch.profiler ------------------------------------------------ */
+
+/* CUPTI takes one subscriber and one pair of buffer callbacks per process,
+ * so while htamerge holds it, torch.profiler's Kineto records no GPU
+ * activity. The Python hooks call these around each profiler session that
+ * records CUDA (from its warm-up to its stop): htamerge's records pause,
+ * Kineto's trace keeps every kernel, and the merger takes the window's
+ * kernels from that trace, so each kernel is stored once. The counter
+ * "htamerge/cupti recording" marks the gap (0 at the hand-over, 1 back).
+ * Both run on a program thread between CUDA calls. */
+
+/* Returns 1 when no CUPTI buffer is left with CUPTI (caller holds mu). */
+static int none_out(struct inj_cupti *c)
+{
+    for (int i = 0; i < MAX_OUT; i++)
+        if (c->out[i])
+            return 0;
+    return 1;
+}
+
+/* Returns 0 when CUPTI is free for another client, 1 when htamerge did not
+ * hold it (nothing to do), -1 when it could not let go: a buffer of ours
+ * is still with CUPTI, and another client would be handed it to free. */
+int inj_cupti_hand_over(struct inj *g)
+{
+    struct inj_cupti *c = g->cupti;
+    int asked = WIN_DETACH_ASKED, empty, rc = 1;
+
+    if (!c || c->pid != g->pid)
+        return 1;
+    pthread_mutex_lock(&c->win_mu);
+    if (atomic_compare_exchange_strong(&c->wstate, &asked, WIN_ATTACHED) && c->sub) {
+        c->cuptiEnableDomain(0, c->sub, CUPTI_CB_DOMAIN_RUNTIME_API);
+        c->cuptiEnableDomain(0, c->sub, CUPTI_CB_DOMAIN_DRIVER_API);
+    }
+    for (int i = 0; i < 2000 && atomic_load(&c->wstate) == WIN_DETACHING; i++)
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    switch (atomic_load(&c->wstate)) {
+    case WIN_DETACHED:   /* a window pause: CUPTI is already free */
+        atomic_store(&c->wstate, WIN_HANDED_OVER);
+        rc = 0;
+        break;
+    case WIN_ATTACHED:
+        set_recording(g, c, 0);
+        c->cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONTEXT);
+        c->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+        pthread_mutex_lock(&c->mu);
+        empty = none_out(c);
+        pthread_mutex_unlock(&c->mu);
+        if (!empty) {
+            c->cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONTEXT);
+            set_recording(g, c, 1);
+            fprintf(stderr, "htamerge: CUPTI kept a buffer after a flush; it stays with htamerge, and "
+                            "torch.profiler's trace of process %d has no GPU activity\n", (int)c->pid);
+            rc = -1;
+            break;
+        }
+        if (c->sub)
+            c->cuptiUnsubscribe(c->sub);
+        c->sub = NULL;
+        atomic_store(&c->wstate, WIN_HANDED_OVER);
+        inj_debug(g, "CUPTI handed to torch.profiler");
+        rc = 0;
+        break;
+    default:   /* already handed over */
+        rc = 1;
+    }
+    pthread_mutex_unlock(&c->win_mu);
+    return rc;
+}
+
+/* After the profiler stopped. Kineto keeps its subscriber (unless
+ * TEARDOWN_CUPTI=1), so htamerge records on without one: activity records
+ * need none. Returns 0 when recording again, 1 when it was not handed over,
+ * -1 when CUPTI refused (said on stderr; no more GPU activity). */
+int inj_cupti_take_back(struct inj *g)
+{
+    struct inj_cupti *c = g->cupti;
+    int rc = 1;
+
+    if (!c || c->pid != g->pid)
+        return 1;
+    pthread_mutex_lock(&c->win_mu);
+    if (atomic_load(&c->wstate) == WIN_HANDED_OVER) {
+        c->handovers++;
+        reattach(g, c);
+        rc = atomic_load(&c->wstate) == WIN_ATTACHED ? 0 : -1;
+        if (rc == 0 && c->win_period_ms)
+            c->win_start_ms = mono_ms();   /* a window begins now */
+        inj_debug(g, "CUPTI back from torch.profiler (%s)", rc == 0 ? "recording" : "refused");
+    }
+    pthread_mutex_unlock(&c->win_mu);
+    return rc;
+}
+
 static void *drain_main(void *arg)
 {
     struct inj *g = arg;
@@ -555,8 +669,12 @@ static void *drain_main(void *arg)
         parse_list(g, c, list);
         inj_cbuf_pool_refill(&c->pool);
         hm_ring_heartbeat(g->ring);
-        if (c->win_period_ms)
-            window_tick(g, c);
+        if (c->win_period_ms) {
+            pthread_mutex_lock(&c->win_mu);
+            if (c->win_period_ms && atomic_load(&c->wstate) != WIN_HANDED_OVER)
+                window_tick(g, c);
+            pthread_mutex_unlock(&c->win_mu);
+        }
         if (mono_ms() - flushed >= FLUSH_MS && atomic_load(&c->wstate) == WIN_ATTACHED) {
             c->cuptiActivityFlushAll(0);   /* completes buffers on this thread: mu not held */
             flushed = mono_ms();
@@ -847,6 +965,7 @@ int inj_cupti_start(struct inj *g)
         return -1;
     pthread_mutex_init(&c->mu, NULL);
     pthread_mutex_init(&c->rec_mu, NULL);
+    pthread_mutex_init(&c->win_mu, NULL);
     pthread_cond_init(&c->cv, NULL);
     if (load(c, why, sizeof why) != 0 || subscribe(c, why, sizeof why) != CUPTI_SUCCESS)
         goto off;

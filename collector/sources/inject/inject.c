@@ -305,6 +305,14 @@ struct inj *inj_get(void)
     return &g_inj;
 }
 
+int htamerge_cupti_handover(int to_profiler)
+{
+    struct inj *g = inj_get();
+    if (!g->active)
+        return 1;
+    return to_profiler ? inj_cupti_hand_over(g) : inj_cupti_take_back(g);
+}
+
 /* CUDA_INJECTION64_PATH: the driver calls this from cuInit. */
 int InitializeInjection(void)
 {

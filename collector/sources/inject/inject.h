@@ -1,6 +1,7 @@
 /* libhtamerge-inject.so: the live-capture library that the collector puts
  * into the training process's environment. Its whole outward interface is
- * the four entry points the host libraries look up by name; everything
+ * the four entry points the host libraries look up by name, and the
+ * hand-over of CUPTI to torch.profiler; everything
  * else is hidden (-fvisibility=hidden and inject.map). Records go to the
  * collector through the shared-memory ring named by HTAMERGE_RING; without
  * it the library does nothing.
@@ -32,6 +33,14 @@ INJ_EXPORT int InitializeInjection(void);
  * or 0 (NVTX then turns itself into no-ops) when capture is off. The
  * parameter is NVTX's NvtxGetExportTableFunc_t. */
 INJ_EXPORT int InitializeInjectionNvtx2(const void *(*get_export_table)(unsigned int id));
+
+/* htamerge's Python hooks (ctypes, the library already loaded by CUDA):
+ * to_profiler 1 before a torch.profiler session that records CUDA prepares
+ * its trace, 0 after it stops. CUPTI serves one client at a time, so
+ * htamerge lets Kineto have it for the session and takes it back after;
+ * the merger takes that window's GPU activity from the profiler's trace.
+ * Returns 0 done, 1 nothing to do, -1 refused (said on stderr). */
+INJ_EXPORT int htamerge_cupti_handover(int to_profiler);
 
 /* NCCL_PROFILER_PLUGIN: NCCL 2.28 looks up ncclProfiler_v5 first, then
  * ncclProfiler_v4 (declared in nccl_abi.h). */

@@ -224,6 +224,8 @@ void inj_nccl_flush_all(struct inj *g);
 int inj_cupti_start(struct inj *g);     /* 0 capturing, <0 not */
 void inj_cupti_stop(struct inj *g);     /* flush and drain; at exit */
 int64_t inj_cupti_stream_id(struct inj *g, void *stream);  /* HM_NONE if unknown */
+int inj_cupti_hand_over(struct inj *g);  /* to torch.profiler: 0 done, 1 not held, -1 refused */
+int inj_cupti_take_back(struct inj *g);  /* after it: 0 recording, 1 not handed, -1 refused */
 
 /* Writes text of a wide string as UTF-8 into buf (NUL-terminated, cut to
  * fit); returns the length. */

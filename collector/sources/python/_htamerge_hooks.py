@@ -25,6 +25,10 @@
 #     once written: the collector reads them in place and never changes
 #     them. Only with Kineto: without it torch writes the legacy
 #     profiler's JSON array, which htamerge does not read.
+#   CUPTI, handed to torch.profiler for each session that records CUDA,
+#     from its warm-up to its stop (CUPTI serves one client at a time):
+#     the program's trace keeps its GPU kernels, htamerge's capture pauses
+#     meanwhile, and the merger takes that window's kernels from the trace.
 #
 # Every hook is wrapped in try/except: a failure disables the hooks with one
 # line "htamerge: python hooks disabled: REASON" on stderr, and the program
@@ -173,8 +177,10 @@ class _TorchFinder:
 
 
 def _on_torch():
+    global _Tensor
     try:
         import torch
+        _Tensor = torch.Tensor
         _Steps.install(torch)
         _install_profiler(torch)
         _install_distributed(torch)
@@ -414,6 +420,87 @@ def _wrap_export(klass, after):
     klass.export_chrome_trace = export_chrome_trace
 
 
+_inject = None
+_handover_said = False
+_debug = bool(os.environ.get("HTAMERGE_INJECT_DEBUG"))
+
+
+def _say_debug(text):
+    if _debug:
+        sys.stderr.write("htamerge: python hooks: %s\n" % text)
+
+
+def _handover(to_profiler):
+    """Lends CUPTI to torch.profiler (1) or takes it back (0) through the
+    capture library CUDA loaded (CUDA_INJECTION64_PATH); nothing when CUDA
+    has not loaded it. Returns True when handed over."""
+    global _inject, _handover_said
+    try:
+        if _inject is None:
+            path = os.environ.get("CUDA_INJECTION64_PATH")
+            if not path:
+                _say_debug("no CUDA_INJECTION64_PATH: CUPTI is not htamerge's")
+                return False
+            try:
+                lib = ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_NOW)
+            except OSError as e:
+                # CUDA not initialized: nothing of ours holds CUPTI
+                _say_debug("%s not loaded (%s)" % (path, e))
+                return False
+            lib.htamerge_cupti_handover.argtypes = [ctypes.c_int]
+            _inject = lib
+        rc = _inject.htamerge_cupti_handover(1 if to_profiler else 0)
+        _say_debug("CUPTI %s torch.profiler: %d" % ("to" if to_profiler else "back from", rc))
+        return rc == 0
+    except Exception as e:
+        if not _handover_said:
+            _handover_said = True
+            sys.stderr.write("htamerge: CUPTI stays with htamerge during torch.profiler (%s); "
+                             "the profiler's trace has no GPU kernels\n" % _why(e))
+        return False
+
+
+def _records_cuda(prof, torch):
+    acts = getattr(prof, "kineto_activities", None)
+    if acts is not None:
+        return torch.profiler.ProfilerActivity.CUDA in acts
+    return bool(getattr(prof, "use_cuda", False))
+
+
+def _wrap_sessions(klass, torch):
+    """torch.autograd.profiler.profile, which torch.profiler's sessions
+    run on: CUPTI goes to it before _prepare_trace (Kineto enables its
+    activities at warm-up) and comes back after __exit__ (the stop)."""
+    prep, exit_ = klass.__dict__.get("_prepare_trace"), klass.__dict__.get("__exit__")
+    if prep is None or exit_ is None or getattr(prep, "_htamerge", False):
+        return
+
+    @functools.wraps(prep)
+    def _prepare_trace(self, *a, **k):
+        if not _disabled and not getattr(self, "_htamerge_cupti", False):
+            try:
+                cuda = _records_cuda(self, torch)
+                _say_debug("profiler session prepares, CUDA %s" % ("on" if cuda else "off"))
+                self._htamerge_cupti = cuda and _handover(True)
+            except Exception as e:
+                _say_debug("hand-over failed: %s" % _why(e))
+                self._htamerge_cupti = False
+        return prep(self, *a, **k)
+
+    @functools.wraps(exit_)
+    def __exit__(self, *a, **k):
+        try:
+            return exit_(self, *a, **k)
+        finally:
+            if getattr(self, "_htamerge_cupti", False):
+                self._htamerge_cupti = False
+                _handover(False)
+
+    _prepare_trace._htamerge = True
+    klass._prepare_trace = _prepare_trace
+    klass.__exit__ = __exit__
+
+
 def _install_profiler(torch):
     # Without Kineto (e.g. Debian's CPU build) torch exports the legacy
     # profiler's JSON array, which htamerge does not read: reporting it would
@@ -429,6 +516,7 @@ def _install_profiler(torch):
         pass
     import torch.autograd.profiler as ap
     _wrap_export(ap.profile, after)
+    _wrap_sessions(ap.profile, torch)
 
 
 # ---- collectives of non-NCCL backends --------------------------------------
@@ -512,9 +600,11 @@ class _Groups:
         return s
 
 
+_Tensor = None   # torch.Tensor, once torch is imported
+
+
 def _tensors(x):
-    import torch
-    if isinstance(x, torch.Tensor):
+    if isinstance(x, _Tensor):
         return [x]
     if isinstance(x, (list, tuple)):
         out = []
@@ -524,24 +614,40 @@ def _tensors(x):
     return []
 
 
+# (id(group), op, dtype) -> (group, string ids of title, op, name, ranks, dtype)
+_coll_ids = {}
+
+
 def _record(op, pg, inputs, t0, tid, result):
     """Records one call on pg (the real group) entered at t0 on thread
     tid; the exit is now for a finished call (result None), else when the
     caller is first seen with result (a Work) done (_flush_pending)."""
-    _flush_pending()
+    if _pending:
+        _flush_pending()
     g = _Groups.of(pg)
     seq = _Groups.next_seq(pg)
     ts = _tensors(inputs)
-    nel = sum(t.numel() for t in ts) if ts else -1
-    nbytes = sum(t.numel() * t.element_size() for t in ts) if ts else -1
-    dtype = str(ts[0].dtype).replace("torch.", "") if ts else ""
-    title, kop = _OPS.get(op, (op, op))
-    backend = g[5].split(":")[-1] if g[5] else "gloo"
-    ids = (_str("%s:%s" % (backend, title)), _str(kop), g[1], g[2], _str(dtype) if dtype else 0)
+    nel = nbytes = -1
+    dtype = None
+    if ts:
+        nel = nbytes = 0
+        for t in ts:
+            n = t.numel()
+            nel += n
+            nbytes += n * t.element_size()
+        dtype = ts[0].dtype
+    key = (id(pg), op, dtype)
+    ids = _coll_ids.get(key)
+    if ids is None or ids[0] is not pg:
+        title, kop = _OPS.get(op, (op, op))
+        backend = g[5].split(":")[-1] if g[5] else "gloo"
+        dname = str(dtype).replace("torch.", "") if dtype is not None else ""
+        ids = (pg, _str("%s:%s" % (backend, title)), _str(kop), g[1], g[2], _str(dname) if dname else 0)
+        _coll_ids[key] = ids
 
     def emit(t1):
-        _lib.hmpy_cpu_coll(t0, t1 - t0, tid, _pid, seq, nbytes, nel, ids[0], ids[1], ids[2], ids[3],
-                           ids[4], g[3], g[4])
+        _lib.hmpy_cpu_coll(t0, t1 - t0, tid, _pid, seq, nbytes, nel, ids[1], ids[2], ids[3], ids[4],
+                           ids[5], g[3], g[4])
 
     fut = None
     if result is not None and hasattr(result, "get_future"):

@@ -22,37 +22,17 @@
 
 #include "analysis/hta.h"
 #include "store/writer.h"
+#include "test_batch_build.h"
 
 #define US INT64_C(1000)
 #define BASE (INT64_C(1000000) * US) /* the kernels' time 0, in ns */
-
-static hm_strid S(struct hm_batch *b, const char *s)
-{
-    return hm_batch_intern(b, s, strlen(s));
-}
-
-static void add_slice(struct hm_batch *b, uint32_t track, const char *name, enum hm_cat cat, int64_t ts,
-                      int64_t dur, int64_t corr, uint16_t flags)
-{
-    struct hm_slice *s = HM_VEC_PUSH(b->slices);
-    s->ts = ts;
-    s->dur = dur;
-    s->track = track;
-    s->name = S(b, name);
-    s->cat = (uint16_t)cat;
-    s->cat_name = S(b, hm_cat_name(cat));
-    s->correlation = corr;
-    s->external_id = s->bytes = HM_NONE;
-    s->iteration = HM_NONE;
-    s->flags = flags;
-}
 
 static void add_counter(struct hm_batch *b, const char *name, int64_t ts, double value)
 {
     struct hm_counter *c = HM_VEC_PUSH(b->counters);
     c->ts = ts;
     c->value = value;
-    c->name = S(b, name);
+    c->name = tb_str(b, name);
     c->device = -1;
 }
 
@@ -68,11 +48,11 @@ static struct hm_batch *make_kernels(void)
     b->info.world_size = 1;
     b->info.base_time_ns = 0;
     b->info.pid = 100;
-    b->info.hostname = S(b, "node-a");
+    b->info.hostname = tb_str(b, "node-a");
     for (int k = 0; k < 5; k++) {
         int64_t launch = k == 4 ? BASE + 800 * US : BASE - 1000 * US;
-        add_slice(b, cpu, "cudaLaunchKernel", HM_CAT_CUDA_RUNTIME, launch, 5 * US, k, 0);
-        add_slice(b, gpu, "gemm", HM_CAT_KERNEL, BASE + kern_us[k][0] * US,
+        tb_slice(b, cpu, "cudaLaunchKernel", HM_CAT_CUDA_RUNTIME, launch, 5 * US, k, 0);
+        tb_slice(b, gpu, "gemm", HM_CAT_KERNEL, BASE + kern_us[k][0] * US,
                   (kern_us[k][1] - kern_us[k][0]) * US, k, HM_SLICE_F_STREAM_ARG);
     }
     return b;

@@ -1,0 +1,113 @@
+/* The analysis window of a live capture or of steps from another source
+ * than the profiler: HTA's rules over the steps, so the start-up before
+ * the first step and the teardown after the last are left out; a Kineto
+ * trace with ProfilerSteps keeps HTA's own rule (the last step dropped,
+ * nothing before the first cut), for parity.
+ *
+ * One stream; each kernel launched 5 us before it starts (us):
+ *   start-up  [0,1000)         launched before step 1
+ *   step 1    [2000,3000): kernel [2100,2400)
+ *   step 2    [3000,4000): kernel [3100,3600)
+ *   step 3    [4000,5000): kernel [4100,4300)
+ *   teardown  [6000,6500)      launched after step 3 */
+#include "test.h"
+
+#include <stdio.h>
+
+#include "analysis/hta.h"
+#include "test_batch_build.h"
+
+#define US INT64_C(1000)
+
+static struct hm_batch *make(enum hm_step_source source, uint32_t flags)
+{
+    static const int64_t kern[][2] = {{0, 1000}, {2100, 2400}, {3100, 3600}, {4100, 4300}, {6000, 6500}};
+    struct hm_batch *b = hm_batch_new();
+    uint32_t cpu = (uint32_t)hm_batch_track(b, HM_TRACK_CPU_THREAD, 100, 1);
+    uint32_t gpu = (uint32_t)hm_batch_track(b, HM_TRACK_GPU_STREAM, 0, 7);
+
+    b->info.rank = 0;
+    b->info.world_size = 1;
+    b->info.base_time_ns = 0;
+    b->info.pid = 100;
+    b->info.flags = flags;
+    for (int k = 0; k < 3; k++) {
+        struct hm_step *st = HM_VEC_PUSH(b->steps);
+        char name[32];
+        snprintf(name, sizeof name, source == HM_STEP_PROFILER ? "ProfilerStep#%d" : "step", k + 1);
+        tb_slice(b, cpu, name, source == HM_STEP_PROFILER ? HM_CAT_USER_ANNOTATION : HM_CAT_NVTX,
+                  (2000 + 1000 * k) * US, 1000 * US, HM_NONE, 0);
+        *st = (struct hm_step){.number = k + 1, .ts = (2000 + 1000 * k) * US, .dur = 1000 * US,
+                               .slice = (uint32_t)(b->slices.n - 1), .source = (uint8_t)source};
+    }
+    for (int k = 0; k < 5; k++) {
+        tb_slice(b, cpu, "cudaLaunchKernel", HM_CAT_CUDA_RUNTIME, (kern[k][0] - 5) * US, 2 * US, k + 1, 0);
+        tb_slice(b, gpu, "gemm", HM_CAT_KERNEL, kern[k][0] * US, (kern[k][1] - kern[k][0]) * US, k + 1,
+                  HM_SLICE_F_STREAM_ARG);
+    }
+    return b;
+}
+
+static void run(struct hm_batch *b, int all_steps, struct an_rank_result *r)
+{
+    struct an_options o = {.all_steps = all_steps};
+    struct hm_err err;
+    hm_err_clear(&err);
+    CHECK_EQ_INT(an_hta_run(b, &o, r, &err), 0);
+}
+
+/* Hooks steps of a live run: steps 1 and 2 (the last dropped): kernels
+ * [2100,2400) and [3100,3600); span 1500, busy 800. With all steps, the
+ * third joins: span 2200, busy 1000. Never the start-up or teardown. */
+static void test_live_hooks(void)
+{
+    struct an_rank_result r;
+    struct hm_batch *b = make(HM_STEP_HOOKS, HM_INFO_F_LIVE);
+
+    run(b, 0, &r);
+    CHECK_EQ_INT(r.temporal.kernel_us, 1500);
+    CHECK_EQ_INT(r.temporal.compute_us, 800);
+    CHECK_EQ_INT(r.temporal.idle_us, 700);
+    an_rank_result_clear(&r);
+    run(b, 1, &r);
+    CHECK_EQ_INT(r.temporal.kernel_us, 2200);
+    CHECK_EQ_INT(r.temporal.compute_us, 1000);
+    an_rank_result_clear(&r);
+    hm_batch_free(b);
+}
+
+/* ProfilerSteps of a live run (its profiler's trace joined a capture that
+ * holds the whole run): the same window. */
+static void test_live_profiler(void)
+{
+    struct an_rank_result r;
+    struct hm_batch *b = make(HM_STEP_PROFILER, HM_INFO_F_LIVE);
+
+    run(b, 0, &r);
+    CHECK_EQ_INT(r.temporal.kernel_us, 1500);
+    CHECK_EQ_INT(r.temporal.compute_us, 800);
+    an_rank_result_clear(&r);
+    hm_batch_free(b);
+}
+
+/* A Kineto trace (not live) with ProfilerSteps: HTA's rule alone, so the
+ * kernel launched before the first step stays: span [0,3600), busy 1800. */
+static void test_kineto_parity(void)
+{
+    struct an_rank_result r;
+    struct hm_batch *b = make(HM_STEP_PROFILER, 0);
+
+    run(b, 0, &r);
+    CHECK_EQ_INT(r.temporal.kernel_us, 3600);
+    CHECK_EQ_INT(r.temporal.compute_us, 1800);
+    an_rank_result_clear(&r);
+    hm_batch_free(b);
+}
+
+int main(void)
+{
+    test_live_hooks();
+    test_live_profiler();
+    test_kineto_parity();
+    return hm_test_done();
+}
