@@ -36,6 +36,8 @@ struct an_ctx {
     int fractional;         /* HTA rounds to whole us: units are us */
     int drop_last;          /* the last-step rule applies */
     int64_t last_start;     /* in units; INT64_MAX when nothing is dropped */
+    int64_t first_start;    /* in units: rows before it are outside the window (hta.c step_window) */
+    int skip_first;         /* the first step (warm-up) is left out of the window */
     uint8_t *is_gpu;        /* owned; per slice */
     struct an_corr *cpu_corr; /* owned; CPU rows with a correlation, sorted */
     size_t ncpu_corr;

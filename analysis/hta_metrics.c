@@ -381,9 +381,10 @@ static int one_step(struct an_ctx *c, const struct hm_batch *b, const struct hm_
     o->dur_ns = st->dur;
     o->gpu_busy_us = to_us(c, an_intervals_len(iv, niv));
     o->source = st->source;
-    o->dropped = c->drop_last &&
-                 (st->source != HM_STEP_PROFILER || (st->slice < b->slices.n && !c->is_gpu[st->slice])) &&
-                 c->step_start[st - b->steps.v] >= c->last_start;
+    o->dropped = (c->drop_last &&
+                  (st->source != HM_STEP_PROFILER || (st->slice < b->slices.n && !c->is_gpu[st->slice])) &&
+                  c->step_start[st - b->steps.v] >= c->last_start) ||
+                 (c->skip_first && c->step_start[st - b->steps.v] < c->first_start);
     free(iv);
     free(v);
     return rc;

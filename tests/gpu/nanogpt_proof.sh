@@ -20,6 +20,9 @@
 #          configurator.py); SECTIONS: "train profiler cost" by default, also
 #          "handover" (the profiler run with HTAMERGE_INJECT_DEBUG=1) and
 #          "window" (--cupti-window 1000/2000: CUPTI's cost in one process).
+#   TRAIN_MODES (eager compiled), TRAIN_EXTRA (more train.py options, e.g.
+#   --max_iters=8 for a small fixture), ROUNDS and EAGER_ONLY (cost) narrow
+#   the runs.
 # Output: OUT/results.txt, OUT/*.db.gz, OUT/trace_*.json.gz
 set -u
 C=$(realpath "${1:?carry folder}")
@@ -54,14 +57,17 @@ TRAIN=(train.py --dataset=synth --batch_size=12 --block_size=1024 --gradient_acc
        --max_iters=25 --lr_decay_iters=25 --warmup_iters=5 --eval_interval=100000 --eval_iters=2
        --log_interval=1 --always_save_checkpoint=False --out_dir="$W/out")
 if want train; then
-    for mode in eager compiled; do
+    for mode in ${TRAIN_MODES:-eager compiled}; do
         comp=False; [ $mode = compiled ] && comp=True
         t0=$(date +%s)
-        "${MPI[@]}" "$H" -o "train_$mode.db" "${TRAIN[@]}" --compile=$comp >"train_$mode.log" 2>&1
+        # shellcheck disable=SC2086
+        "${MPI[@]}" "$H" -o "train_$mode.db" "${TRAIN[@]}" --compile=$comp ${TRAIN_EXTRA:-} >"train_$mode.log" 2>&1
         say "== train_$mode rc=$? wall_s=$(($(date +%s) - t0))"
         grep -E '^iter (5|10|20):|htamerge|Error|error' "train_$mode.log" | head -20 >>"$R"
         q "train_$mode.db" "SELECT source, count(*), round(avg(dur) / 1e6, 2), round(avg(gpu_busy_us) / 1e3, 2) FROM steps GROUP BY 1"
         timeout 60 "$H" report "train_$mode.db" steps 2>&1 | head -12 >>"$R"
+        timeout 60 "$H" report "train_$mode.db" steps --format csv 2>&1 | grep -A40 '^rank,step,step_ms' >>"$R"
+        timeout 60 "$H" report "train_$mode.db" temporal 2>&1 >>"$R"
         gzip -c "train_$mode.db" >"$O/train_$mode.db.gz"
     done
 fi
@@ -94,6 +100,7 @@ if want profiler; then
     q profiler.db "SELECT source, count(*) FROM steps GROUP BY 1"
     q profiler.db "SELECT c.name, count(*) FROM slices s JOIN categories c ON c.id = s.cat GROUP BY 1"
     q profiler.db "SELECT n.str, count(*), min(c.value), max(c.value) FROM counters c JOIN strings n ON n.id = c.name WHERE n.str LIKE 'htamerge/cupti%' GROUP BY 1"
+    timeout 60 "$H" report profiler.db temporal 2>&1 >>"$R"
     gzip -c profiler.db >"$O/profiler.db.gz"
 fi
 
@@ -104,6 +111,10 @@ if want handover; then   # the profiler run again, every hand-over step on stder
     say "== handover rc=$? $(count_kernels bench_log | tr '\n' ' ')"
     grep -E 'python hooks|CUPTI|cupti' handover.log | head -30 >>"$R"
     q handover.db "SELECT n.str, c.ts, c.value FROM counters c JOIN strings n ON n.id = c.name WHERE n.str LIKE 'htamerge/cupti%' ORDER BY 2"
+    q handover.db "SELECT rank, path, slices FROM files"
+    timeout 60 "$H" report handover.db steps 2>&1 | head -30 >>"$R"
+    timeout 60 "$H" report handover.db temporal 2>&1 >>"$R"
+    gzip -c handover.db >"$O/handover.db.gz"
 fi
 
 if want window; then   # CUPTI's cost inside one process: steps attached against steps detached

@@ -7,7 +7,7 @@
 #   CARRY: htamerge, libhtamerge-py.so, python/ (the bootstrap) and lib/
 #          (shared libraries the machine may lack), e.g. from
 #          mkdir C; cp -r build/htamerge build/libhtamerge-py.so build/python C/; ...
-# Output: OUT/results.txt
+# Output: OUT/results.txt; with KEEP_DB="compiled ..." also OUT/py_NAME.db.gz
 set -u
 C=$(realpath "${1:?carry folder}")
 O=$(realpath "${2:?out folder}")
@@ -42,7 +42,10 @@ for case in "annotated:ddp_annotated.py:" "plain:ddp_plain.py:30 -1 5" "straggle
     q "$name.db" "SELECT rank, world_size FROM ranks"
     timeout 60 "$H" report "$name.db" stragglers --format json 2>&1 | head -3 >>"$R"
     [ -d tb_log ] && ls -l tb_log >>"$R"
+    [ -n "${KEEP_DB:-}" ] && [[ " $KEEP_DB " == *" $name "* ]] && gzip -c "$name.db" >"$O/py_$name.db.gz"
     cd "$W" || exit 1
 done
-timeout -k 5 300 "$H" -o cost.db "$S/../bench/python_hooks_cost.py" 200 20 >>"$R" 2>&1
+for mode in ddp single ddp single; do
+    timeout -k 5 300 "$H" -o cost.db "$S/../bench/python_hooks_cost.py" 200 20 64 $mode >>"$R" 2>&1
+done
 echo "done" >>"$R"

@@ -77,6 +77,7 @@ struct inj_cupti {
     _Atomic int wstate;        /* enum win_state */
     pthread_mutex_t win_mu;    /* window_tick against a hand-over (program thread) */
     int handovers;             /* times CUPTI went to torch.profiler and came back */
+    int handed_in_pause;       /* the last hand-over came during a window's pause */
     int sync;                  /* cupti-sync, to enable the same kinds again */
     uint32_t epoch;            /* attaches so far - 1: correlation ids restart at each */
     int64_t corr_base;         /* drain thread: epoch << 32 of the buffer being parsed */
@@ -450,6 +451,7 @@ static void parse_list(struct inj *g, struct inj_cupti *c, struct inj_cbuf *b)
 
 static CUptiResult subscribe(struct inj_cupti *c, char *why, size_t len);
 static void set_recording(struct inj *g, struct inj_cupti *c, int on);
+static void switch_recording(struct inj *g, struct inj_cupti *c, int on, int say);
 static int enable_all(struct inj *g, struct inj_cupti *c, int sync, char *why, size_t len);
 
 /* Recording windows (HTAMERGE_CUPTI_WINDOW=ON_MS/PERIOD_MS): CUPTI is
@@ -481,7 +483,10 @@ static void reclaim_held(struct inj *g, struct inj_cupti *c)
         inj_counter(g, "htamerge/cupti buffers lost at detach", (double)c->held_at_detach, -1);
 }
 
-static void reattach(struct inj *g, struct inj_cupti *c)
+/* Attaches CUPTI again; the counter "htamerge/cupti recording" goes to 1
+ * when say_recording (a window begins, or a hand-over made during a
+ * window's pause ends). */
+static void reattach(struct inj *g, struct inj_cupti *c, int say_recording)
 {
     char why[256] = "";
 
@@ -511,7 +516,8 @@ static void reattach(struct inj *g, struct inj_cupti *c)
         return;
     }
     atomic_store(&c->wstate, WIN_ATTACHED);
-    inj_counter(g, "htamerge/cupti recording", 1, -1);
+    if (say_recording)
+        inj_counter(g, "htamerge/cupti recording", 1, -1);
 }
 
 static void window_tick(struct inj *g, struct inj_cupti *c)
@@ -520,7 +526,7 @@ static void window_tick(struct inj *g, struct inj_cupti *c)
     int st = atomic_load(&c->wstate), asked = WIN_DETACH_ASKED;
 
     if (want && st == WIN_DETACHED) {
-        reattach(g, c);
+        reattach(g, c, 1);
     } else if (want && st == WIN_DETACH_ASKED &&
                atomic_compare_exchange_strong(&c->wstate, &asked, WIN_ATTACHED)) {
         /* No CUDA call came to detach on during the pause: stay. */
@@ -560,8 +566,10 @@ static int detach_here(struct inj *g, struct inj_cupti *c, const CUpti_CallbackD
  * records CUDA (from its warm-up to its stop): htamerge's records pause,
  * Kineto's trace keeps every kernel, and the merger takes the window's
  * kernels from that trace, so each kernel is stored once. The counter
- * "htamerge/cupti recording" marks the gap (0 at the hand-over, 1 back).
- * Both run on a program thread between CUDA calls. */
+ * "htamerge/cupti handed to torch.profiler" marks the gap (1 at the
+ * hand-over, 0 back); "htamerge/cupti recording" does not move, since the
+ * GPU is recorded all along (an analysis leaves recording pauses out of
+ * idle time). Both run on a program thread between CUDA calls. */
 
 /* Returns 1 when no CUPTI buffer is left with CUPTI (caller holds mu). */
 static int none_out(struct inj_cupti *c)
@@ -592,10 +600,12 @@ int inj_cupti_hand_over(struct inj *g)
     switch (atomic_load(&c->wstate)) {
     case WIN_DETACHED:   /* a window pause: CUPTI is already free */
         atomic_store(&c->wstate, WIN_HANDED_OVER);
+        c->handed_in_pause = 1;
+        inj_counter(g, "htamerge/cupti handed to torch.profiler", 1, -1);
         rc = 0;
         break;
     case WIN_ATTACHED:
-        set_recording(g, c, 0);
+        switch_recording(g, c, 0, 0);
         c->cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONTEXT);
         c->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
         pthread_mutex_lock(&c->mu);
@@ -603,7 +613,7 @@ int inj_cupti_hand_over(struct inj *g)
         pthread_mutex_unlock(&c->mu);
         if (!empty) {
             c->cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONTEXT);
-            set_recording(g, c, 1);
+            switch_recording(g, c, 1, 0);
             fprintf(stderr, "htamerge: CUPTI kept a buffer after a flush; it stays with htamerge, and "
                             "torch.profiler's trace of process %d has no GPU activity\n", (int)c->pid);
             rc = -1;
@@ -613,6 +623,8 @@ int inj_cupti_hand_over(struct inj *g)
             c->cuptiUnsubscribe(c->sub);
         c->sub = NULL;
         atomic_store(&c->wstate, WIN_HANDED_OVER);
+        c->handed_in_pause = 0;
+        inj_counter(g, "htamerge/cupti handed to torch.profiler", 1, -1);
         inj_debug(g, "CUPTI handed to torch.profiler");
         rc = 0;
         break;
@@ -637,8 +649,11 @@ int inj_cupti_take_back(struct inj *g)
     pthread_mutex_lock(&c->win_mu);
     if (atomic_load(&c->wstate) == WIN_HANDED_OVER) {
         c->handovers++;
-        reattach(g, c);
+        reattach(g, c, c->handed_in_pause);
         rc = atomic_load(&c->wstate) == WIN_ATTACHED ? 0 : -1;
+        inj_counter(g, "htamerge/cupti handed to torch.profiler", 0, -1);
+        if (rc != 0 && !c->handed_in_pause)   /* nothing records the GPU from here */
+            inj_counter(g, "htamerge/cupti recording", 0, -1);
         if (rc == 0 && c->win_period_ms)
             c->win_start_ms = mono_ms();   /* a window begins now */
         inj_debug(g, "CUPTI back from torch.profiler (%s)", rc == 0 ? "recording" : "refused");
@@ -865,7 +880,7 @@ static int enable_all(struct inj *g, struct inj_cupti *c, int sync, char *why, s
 /* Turns the activity records enable_all chose off or on (contexts stay on,
  * so streams are still named), and records the change as the counter
  * "htamerge/cupti recording" (1 on, 0 off) at the moment it happens. */
-static void set_recording(struct inj *g, struct inj_cupti *c, int on)
+static void switch_recording(struct inj *g, struct inj_cupti *c, int on, int say)
 {
     pthread_mutex_lock(&c->rec_mu);
     if (c->recording != on) {
@@ -876,10 +891,16 @@ static void set_recording(struct inj *g, struct inj_cupti *c, int on)
         for (size_t i = 0; i < c->ndrv; i++)
             c->enable_drv_api(c->drv_apis[i], (uint8_t)on);
         c->recording = on;
-        inj_counter(g, "htamerge/cupti recording", on, -1);
+        if (say)
+            inj_counter(g, "htamerge/cupti recording", on, -1);
         inj_debug(g, "CUPTI records %s", on ? "on" : "off");
     }
     pthread_mutex_unlock(&c->rec_mu);
+}
+
+static void set_recording(struct inj *g, struct inj_cupti *c, int on)
+{
+    switch_recording(g, c, on, 1);
 }
 
 /* cudaProfilerStart / cuProfilerStart (after the call) and their Stop
