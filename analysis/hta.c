@@ -361,16 +361,16 @@ static int kept_cpu_corrs(struct an_ctx *c, const uint8_t *keep_cpu, struct an_c
     return 0;
 }
 
-/* A Kineto trace holds only the profiled steps (its schedule's wait and
+/* A trace file holds what its profiler recorded (a schedule's wait and
  * warm-up steps are not in it), so HTA's last-step rule is all the window
- * it needs. A live capture, or steps from the hooks, NVTX or inference,
- * also hold the start-up before the first step and the teardown after the
- * last: CPU rows (and the GPU work they launched) count only from the
- * first step's start, and without the last-step rule until the last
- * step's end. Steps not from the profiler begin with the warm-up (the
- * first iteration builds caches, autotunes, compiles: 20 s against 50 ms
- * for nanoGPT under torch.compile), so with 3 steps or more and the HTA
- * rule the window starts at the second. Otherwise [INT64_MIN, INT64_MAX). */
+ * it needs, whatever the steps' source. A live capture holds the whole
+ * run, start-up before the first step and teardown after the last: there
+ * CPU rows (and the GPU work they launched) count only from the first
+ * step's start, and without the last-step rule until the last step's end.
+ * Its steps, when not ProfilerSteps, begin with the warm-up (the first
+ * iteration builds caches, autotunes, compiles: 20 s against 50 ms for
+ * nanoGPT under torch.compile), so with 3 steps or more and the HTA rule
+ * the window starts at the second. Otherwise [INT64_MIN, INT64_MAX). */
 static void step_window(const struct hm_batch *b, struct an_ctx *c, const struct an_options *opt,
                         int64_t *last)
 {
@@ -380,7 +380,7 @@ static void step_window(const struct hm_batch *b, struct an_ctx *c, const struct
     c->first_start = INT64_MIN;
     c->skip_first = 0;
     *last = INT64_MAX;
-    if (!b->steps.n || (profiler && !(b->info.flags & HM_INFO_F_LIVE)))
+    if (!b->steps.n || !(b->info.flags & HM_INFO_F_LIVE))
         return;
     c->first_start = INT64_MAX;
     *last = INT64_MIN;

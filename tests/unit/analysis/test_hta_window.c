@@ -1,8 +1,9 @@
-/* The analysis window of a live capture or of steps from another source
- * than the profiler: HTA's rules over the steps, so the start-up before
- * the first step and the teardown after the last are left out; a Kineto
- * trace with ProfilerSteps keeps HTA's own rule (the last step dropped,
- * nothing before the first cut), for parity.
+/* The analysis window of a live capture: HTA's rules over the steps, so
+ * the start-up before the first step and the teardown after the last are
+ * left out, and steps not from the profiler lose their first (the warm-up)
+ * as HTA's lose their last. A trace file keeps HTA's own rule (the last
+ * step dropped, nothing before the first cut) whatever its steps' source,
+ * for parity.
  *
  * One stream; each kernel launched 5 us before it starts (us):
  *   start-up  [0,1000)         launched before step 1
@@ -117,8 +118,24 @@ static void test_kineto_parity(void)
     hm_batch_free(b);
 }
 
+/* NVTX steps in a trace file (not live): HTA's rule alone, like
+ * ProfilerSteps of a trace. */
+static void test_file_nvtx(void)
+{
+    struct an_rank_result r;
+    struct hm_batch *b = make(HM_STEP_NVTX, 0);
+
+    run(b, 0, &r);
+    CHECK_EQ_INT(r.temporal.kernel_us, 4300);
+    CHECK_EQ_INT(r.temporal.compute_us, 2000);
+    CHECK_EQ_INT(r.steps.v[0].dropped, 0);
+    an_rank_result_clear(&r);
+    hm_batch_free(b);
+}
+
 int main(void)
 {
+    test_file_nvtx();
     test_live_hooks();
     test_live_profiler();
     test_kineto_parity();
