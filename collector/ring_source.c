@@ -245,6 +245,15 @@ static void on_nvtx(struct col_ring *r, const void *p, uint32_t len)
         s->args = domain_args(r, x.domain);
 }
 
+/* ranks.backend, which a trace file has from distributedInfo: here the
+ * first collective's library says it ("nccl" from the NCCL plugin, the
+ * prefix of a hooks' slice, "gloo:all_reduce", for other backends). */
+static void note_backend(struct col_ring *r, const char *name, size_t len)
+{
+    if (!r->b->info.backend && len)
+        r->b->info.backend = hm_batch_intern(r->b, name, len);
+}
+
 static void on_nccl(struct col_ring *r, const void *p, uint32_t len)
 {
     struct hm_ring_nccl_coll x = {0};
@@ -260,6 +269,7 @@ static void on_nccl(struct col_ring *r, const void *p, uint32_t len)
     if (!s)
         return;
     s->flags = HM_SLICE_F_STREAM_ARG;
+    note_backend(r, "nccl", 4);
     c = HM_VEC_PUSH(r->b->collectives);
     if (!c)
         return;
@@ -303,6 +313,11 @@ static void on_cpu_coll(struct col_ring *r, const void *p, uint32_t len)
     if (!s)
         return;
     s->bytes = x.bytes;
+    {
+        const char *title = hm_batch_str(r->b, s->name), *colon = title ? strchr(title, ':') : NULL;
+        if (colon)
+            note_backend(r, title, (size_t)(colon - title));
+    }
     c = HM_VEC_PUSH(r->b->collectives);
     if (!c)
         return;

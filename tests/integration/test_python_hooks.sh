@@ -79,6 +79,7 @@ check_run() {
     [ "$(sql1 "$db" "SELECT count(DISTINCT rank) FROM collective_instance_ranks")" = 4 ] ||
         fail "$1: not every rank is a member of the matched collectives"
     [ "$(sql1 "$db" "SELECT count(*) FROM ranks WHERE world_size = 4")" = 4 ] || fail "$1: world_size not 4"
+    [ "$(sql1 "$db" "SELECT count(*) FROM ranks WHERE backend = 'gloo'")" = 4 ] || fail "$1: backend not gloo on every rank"
 }
 
 verdict() { "$H" report "$1" stragglers --format json | "$P" -c 'import json, sys; print(json.load(sys.stdin)["straggler"])'; }

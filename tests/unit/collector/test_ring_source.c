@@ -73,6 +73,7 @@ int main(void)
             CHECK_EQ_INT(b->collectives.v[0].seq, 5);
             CHECK_STR(hm_batch_str(b, b->collectives.v[0].comms_id), "42");
         }
+        CHECK_STR(hm_batch_str(b, b->info.backend), "nccl");   /* ranks.backend of a live run */
         hm_batch_free(b);
     }
 
@@ -112,6 +113,7 @@ int main(void)
             CHECK_EQ_INT(c1->in_nelems, 1024);
             CHECK_EQ_INT(c1->group_size, 4);
         }
+        CHECK_STR(hm_batch_str(b, b->info.backend), "gloo");
         hm_batch_free(b);
     }
     char *got = col_ring_take_trace_file(r);
