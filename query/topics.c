@@ -93,6 +93,11 @@ static int build_collectives(sqlite3 *db, const struct qry_report_opts *o, cJSON
     return qry_report_rows(db, o, hm_sql_report_collectives, doc, "instances", err);
 }
 
+static int build_comms(sqlite3 *db, const struct qry_report_opts *o, cJSON *doc, struct hm_err *err)
+{
+    return qry_report_rows(db, o, hm_sql_report_comms, doc, "groups", err);
+}
+
 static int build_nvtx(sqlite3 *db, const struct qry_report_opts *o, cJSON *doc, struct hm_err *err)
 {
     return qry_report_rows(db, o, hm_sql_report_nvtx, doc, "ranges", err);
@@ -122,6 +127,10 @@ const struct qry_topic qry_topics[] = {
      QRY_TOPIC_STEPS, build_stragglers},
     {"collectives", "collectives matched across ranks: key, step, skew, late rank, wait", QRY_TOPIC_STEPS,
      build_collectives},
+    {"comms",
+     "communication by process group (dp, tp, ... from its name), op and\n"
+     "            message size: calls, time, algorithm and bus bandwidth, wait, skew",
+     0, build_comms},
     {"nvtx",
      "record_function / NVTX ranges stitched across ranks: skew, late rank,\n"
      "            GPU time of the work launched inside",

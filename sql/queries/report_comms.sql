@@ -1,0 +1,110 @@
+-- report comms: communication by process group, op and message size, from
+-- the collectives matched across ranks (collective_instances). Per row:
+--   pg, dim          the group (its name, or "comm:<id>" for an NCCL
+--                    communicator) and its parallelism dimension guessed from
+--                    the name or description (fsdp, dp, tp, pp, ep, cp,
+--                    world for the default group; else the name);
+--   size_bucket      message size class (bytes as nccl-tests count them:
+--                    all_gather the gathered output, others the input);
+--   calls, ranks     matched calls, and ranks per call (most of them);
+--   bytes            mean bytes per call;
+--   time_us          mean time from the last rank's enter to the last exit:
+--                    the transfer once every rank is there, without the wait;
+--   total_ms         the sum of that time;
+--   algbw_gbps       bytes / time (GB/s, 1e9), over all the calls;
+--   busbw_gbps       algbw x the nccl-tests bus factor of the op for n ranks:
+--                    all_reduce 2(n-1)/n; all_gather, reduce_scatter,
+--                    all_to_all (n-1)/n; broadcast, reduce 1; else none;
+--   wait_ms          Scalasca's wait at NxN summed over the calls' ranks;
+--   skew_us          mean arrival skew (last enter - first enter);
+--   late_rank        the rank that entered last most often, and how often.
+-- Gloo calls seen through htamerge's Python hooks end when the caller saw
+-- the work done (the end of the backward that waited on it), so their time
+-- is an upper bound and their bandwidth a lower one.
+WITH m AS (   -- one member row per instance, for its dtype and bytes
+    SELECT r.instance, min(c.dtype) AS dtype, max(nullif(s.bytes, -1)) AS sbytes,
+           sum(r.wait_ns) AS wait_ns
+    FROM collective_instance_ranks r
+    JOIN collectives c ON c.id = r.collective
+    LEFT JOIN slices s ON s.id = c.slice
+    GROUP BY r.instance
+),
+inst AS (
+    SELECT i.id, coalesce(i.pg, '(unkeyed)') AS pg, i.op, i.step, i.size, i.skew_ns, i.late_rank,
+           coalesce(i.group_size, i.ranks) AS n, i.ranks,
+           max(i.max_exit_ns - i.last_enter_ns, 0) AS xfer_ns, m.wait_ns,
+           lower(coalesce(m.dtype, '')) AS dt, m.sbytes,
+           (SELECT '_' || lower(replace(replace(replace(coalesce(max(c.pg_desc), '') || '_' || coalesce(i.pg, ''),
+                                                       '-', '_'), ' ', '_'), ':', '_')) || '_'
+            FROM collectives c WHERE c.pg = i.pg) AS tokens
+    FROM collective_instances i
+    LEFT JOIN m ON m.instance = i.id
+    WHERE i.ranks >= 2
+),
+sized AS (
+    SELECT *,
+           coalesce(sbytes, size * CASE
+               WHEN dt LIKE '%float64%' OR dt LIKE '%double%' OR dt LIKE '%int64%' OR dt LIKE '%long%' THEN 8
+               WHEN dt LIKE '%bfloat16%' OR dt LIKE '%float16%' OR dt LIKE '%half%' OR dt LIKE '%bf16%' THEN 2
+               WHEN dt LIKE '%float8%' OR dt LIKE '%fp8%' OR dt LIKE '%int8%' OR dt LIKE '%char%'
+                    OR dt LIKE '%bool%' OR dt LIKE '%byte%' THEN 1
+               WHEN dt LIKE '%float%' OR dt LIKE '%int%' THEN 4
+           END) * CASE WHEN op LIKE 'allgather%' AND sbytes IS NULL THEN n ELSE 1 END AS bytes,
+           CASE
+               WHEN op LIKE 'allreduce%' THEN 2.0 * (n - 1) / n
+               WHEN op LIKE 'allgather%' OR op LIKE 'reducescatter%' OR op LIKE 'alltoall%' THEN 1.0 * (n - 1) / n
+               WHEN op IN ('broadcast', 'reduce') THEN 1.0
+           END AS bus_factor,
+           CASE
+               WHEN tokens LIKE '%\_fsdp\_%' ESCAPE '\' OR tokens LIKE '%\_shard\_%' ESCAPE '\'
+                    OR tokens LIKE '%\_dp\_shard\_%' ESCAPE '\' THEN 'fsdp'
+               WHEN tokens LIKE '%\_dp\_%' ESCAPE '\' OR tokens LIKE '%\_ddp\_%' ESCAPE '\'
+                    OR tokens LIKE '%\_data\_%' ESCAPE '\' OR tokens LIKE '%\_replicate\_%' ESCAPE '\' THEN 'dp'
+               WHEN tokens LIKE '%\_tp\_%' ESCAPE '\' OR tokens LIKE '%\_tensor\_%' ESCAPE '\' THEN 'tp'
+               WHEN tokens LIKE '%\_pp\_%' ESCAPE '\' OR tokens LIKE '%\_pipe%' ESCAPE '\' THEN 'pp'
+               WHEN tokens LIKE '%\_ep\_%' ESCAPE '\' OR tokens LIKE '%\_expert%' ESCAPE '\' THEN 'ep'
+               WHEN tokens LIKE '%\_cp\_%' ESCAPE '\' OR tokens LIKE '%\_context\_%' ESCAPE '\' THEN 'cp'
+               WHEN tokens LIKE '%\_default\_pg\_%' ESCAPE '\' OR tokens = '__0_' THEN 'world'
+               ELSE pg
+           END AS dim
+    FROM inst
+),
+bucketed AS (
+    SELECT *,
+           CASE
+               WHEN bytes IS NULL THEN 'unknown'
+               WHEN bytes < 1024 THEN '< 1 KiB'
+               WHEN bytes < 65536 THEN '1-64 KiB'
+               WHEN bytes < 1048576 THEN '64 KiB-1 MiB'
+               WHEN bytes < 16777216 THEN '1-16 MiB'
+               WHEN bytes < 268435456 THEN '16-256 MiB'
+               ELSE '>= 256 MiB'
+           END AS size_bucket,
+           CASE
+               WHEN bytes IS NULL THEN 6 WHEN bytes < 1024 THEN 0 WHEN bytes < 65536 THEN 1
+               WHEN bytes < 1048576 THEN 2 WHEN bytes < 16777216 THEN 3 WHEN bytes < 268435456 THEN 4 ELSE 5
+           END AS bucket_order
+    FROM sized
+),
+late AS (
+    SELECT pg, op, size_bucket, late_rank, count(*) AS k,
+           row_number() OVER (PARTITION BY pg, op, size_bucket ORDER BY count(*) DESC, late_rank) AS pick
+    FROM bucketed WHERE late_rank IS NOT NULL
+    GROUP BY pg, op, size_bucket, late_rank
+)
+SELECT b.pg, b.dim, b.op, b.size_bucket, count(*) AS calls,
+       (SELECT n FROM bucketed x WHERE x.pg = b.pg AND x.op = b.op AND x.size_bucket = b.size_bucket
+        GROUP BY n ORDER BY count(*) DESC, n LIMIT 1) AS ranks,
+       CAST(round(avg(b.bytes)) AS INTEGER) AS bytes,
+       round(avg(b.xfer_ns) / 1e3, 3) AS time_us,
+       round(sum(b.xfer_ns) / 1e6, 3) AS total_ms,
+       round(sum(b.bytes) * 1.0 / nullif(sum(CASE WHEN b.bytes IS NOT NULL THEN b.xfer_ns END), 0), 3) AS algbw_gbps,
+       round(sum(b.bytes * b.bus_factor) / nullif(sum(CASE WHEN b.bytes IS NOT NULL THEN b.xfer_ns END), 0), 3)
+           AS busbw_gbps,
+       round(sum(b.wait_ns) / 1e6, 3) AS wait_ms,
+       round(avg(b.skew_ns) / 1e3, 3) AS skew_us,
+       l.late_rank, coalesce(l.k, 0) AS late_count
+FROM bucketed b
+LEFT JOIN late l ON l.pg = b.pg AND l.op = b.op AND l.size_bucket = b.size_bucket AND l.pick = 1
+GROUP BY b.pg, b.op, b.size_bucket
+ORDER BY sum(b.xfer_ns) DESC, b.pg, b.op, min(b.bucket_order);

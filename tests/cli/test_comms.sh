@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# report comms (issue 18): communication by process group, op and size.
+#   - two ranks, two process groups (tests/tools/gen_pg_traces.py), every
+#     figure checked against the hand computation in that file;
+#   - the 2-GPU NCCL fixture where rank 1 sleeps: one communicator, rank 1
+#     late most often, bandwidth = bytes / time of each row;
+#   - the API gives the same rows.
+set -u
+. "$(dirname "$0")/../lib.sh"
+H=${HTAMERGE:?}; SRC=${HM_SOURCE_DIR:?}
+command -v python3 >/dev/null || skip "python3 is not installed"
+hm_tmpdir cli_comms
+# check FILE PYTHON-EXPR: d = FILE as JSON, g = its groups keyed by (pg, op).
+check() {
+    python3 -c 'import json,sys
+d = json.load(open(sys.argv[1])); g = {(r["pg"], r["op"]): r for r in d["groups"]}
+sys.exit(0 if eval(sys.argv[2]) else 1)' "$1" "$2" 2>/dev/null || fail "$(basename "$1"): $2 ($(head -c 400 "$1" | tr '\n\t' '  '))"
+}
+
+mkdir "$T/pg"
+python3 "$SRC/tests/tools/gen_pg_traces.py" "$T/pg" || fail "gen_pg_traces"
+"$H" ingest -q -o "$T/pg.db" "$T/pg" || fail "ingest"
+"$H" report "$T/pg.db" comms --format json > "$T/pg.json" || fail "report comms"
+check "$T/pg.json" 'len(d["groups"]) == 2'
+# tp: 2 calls of 4 194 304 bytes, 400 + 300 us after the last enter.
+check "$T/pg.json" 'g[("1","allreduce")]["dim"] == "tp" and g[("1","allreduce")]["calls"] == 2 and g[("1","allreduce")]["ranks"] == 2'
+check "$T/pg.json" 'g[("1","allreduce")]["bytes"] == 4194304 and g[("1","allreduce")]["size_bucket"] == "1-16 MiB"'
+check "$T/pg.json" 'g[("1","allreduce")]["time_us"] == 350 and g[("1","allreduce")]["total_ms"] == 0.7'
+# algbw 2 x 4194304 B / 700 000 ns = 11.984 GB/s; all_reduce on 2 ranks: bus factor 2(2-1)/2 = 1.
+check "$T/pg.json" 'g[("1","allreduce")]["algbw_gbps"] == 11.984 and g[("1","allreduce")]["busbw_gbps"] == 11.984'
+check "$T/pg.json" 'g[("1","allreduce")]["wait_ms"] == 0.1 and g[("1","allreduce")]["skew_us"] == 50'
+check "$T/pg.json" 'g[("1","allreduce")]["late_rank"] == 1 and g[("1","allreduce")]["late_count"] == 1'
+# dp: all_gather, 131072 x 2 bytes x 2 ranks = 524 288 bytes in 200 us: 2.621 GB/s, bus (2-1)/2: 1.311.
+check "$T/pg.json" 'g[("2","allgather")]["dim"] == "dp" and g[("2","allgather")]["bytes"] == 524288'
+check "$T/pg.json" 'g[("2","allgather")]["algbw_gbps"] == 2.621 and g[("2","allgather")]["busbw_gbps"] == 1.311'
+check "$T/pg.json" 'g[("2","allgather")]["size_bucket"] == "64 KiB-1 MiB" and g[("2","allgather")]["late_rank"] is None'
+"$H" report "$T/pg.db" comms | grep -q "busbw_gbps" || fail "comms table"
+"$H" report "$T/pg.db" comms --format csv | grep -q '^1,tp,allreduce,1-16 MiB,2,2,4194304,' || fail "comms csv"
+
+# The real 2-GPU NCCL run where rank 1 sleeps 20 ms before each forward.
+gunzip -c "$SRC/tests/fixtures/gpu/nccl2_straggler1.db.gz" > "$T/n2.db" || fail "fixture"
+"$H" report "$T/n2.db" comms --format json > "$T/n2.json" || fail "report comms (nccl)"
+check "$T/n2.json" 'all(r["pg"].startswith("comm:") and r["op"] == "allreduce" and r["ranks"] == 2 for r in d["groups"])'
+check "$T/n2.json" 'sum(r["calls"] for r in d["groups"]) == 88'
+big='max(d["groups"], key=lambda r: r["total_ms"])'
+check "$T/n2.json" "$big[\"late_rank\"] == 1 and $big[\"busbw_gbps\"] == $big[\"algbw_gbps\"]"
+check "$T/n2.json" "abs($big[\"algbw_gbps\"] - $big[\"bytes\"] / ($big[\"time_us\"] * 1e3)) < 0.01 * $big[\"algbw_gbps\"]"
+
+# The API: the same document.
+if command -v curl >/dev/null; then
+    "$H" serve "$T/pg.db" --listen 127.0.0.1:0 2>"$T/serve.err" &
+    pid=$!
+    . "$SRC/tests/tools/serve_port.sh"
+    port=$(serve_port "$T/serve.err")
+    if [ -n "$port" ]; then
+        curl -sf "http://127.0.0.1:$port/api/report/comms" > "$T/api.json" || fail "GET /api/report/comms"
+        check "$T/api.json" 'g[("1","allreduce")]["algbw_gbps"] == 11.984'
+    else
+        fail "serve did not say its port: $(cat "$T/serve.err")"
+    fi
+    kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+fi
+finish
