@@ -52,18 +52,32 @@ static int build_kernels(sqlite3 *db, const struct qry_report_opts *o, cJSON *do
     return rc ? rc : qry_report_rows(db, o, hm_sql_report_kernels, doc, "kernels", err);
 }
 
+/* A file from before the communication by process group gets empty
+ * stand-ins for its tables (temp, on this connection only). */
+static int comm_tables(sqlite3 *db, struct hm_err *err)
+{
+    if (qry_has_column(db, "comm_exposed", "exposed_ns"))
+        return 0;
+    if (sqlite3_exec(db, hm_sql_report_comm_tables_missing, NULL, NULL, NULL) != SQLITE_OK)
+        return qry_report_sql_error(db, "comms", err);
+    return 0;
+}
+
 static int build_steps(sqlite3 *db, const struct qry_report_opts *o, cJSON *doc, struct hm_err *err)
 {
     int rc = qry_report_rows(db, o, hm_sql_report_steps, doc, "steps", err);
 
     if (rc == 0)
         rc = qry_report_step_sources(db, doc, err);
-    return rc ? rc
-              : qry_report_rows(db, o,
-                                qry_has_column(db, "step_breakdown", "forward_gpu_ns")
-                                    ? hm_sql_report_step_breakdown
-                                    : hm_sql_report_step_breakdown_cpu_only,
-                                doc, "breakdown", err);
+    if (rc == 0)
+        rc = qry_report_rows(db, o,
+                             qry_has_column(db, "step_breakdown", "forward_gpu_ns")
+                                 ? hm_sql_report_step_breakdown
+                                 : hm_sql_report_step_breakdown_cpu_only,
+                             doc, "breakdown", err);
+    if (rc == 0)
+        rc = comm_tables(db, err);
+    return rc ? rc : qry_report_rows(db, o, hm_sql_report_steps_comm, doc, "comm_by_pg", err);
 }
 
 static int build_clocks(sqlite3 *db, const struct qry_report_opts *o, cJSON *doc, struct hm_err *err)
@@ -95,7 +109,11 @@ static int build_collectives(sqlite3 *db, const struct qry_report_opts *o, cJSON
 
 static int build_comms(sqlite3 *db, const struct qry_report_opts *o, cJSON *doc, struct hm_err *err)
 {
-    return qry_report_rows(db, o, hm_sql_report_comms, doc, "groups", err);
+    int rc = comm_tables(db, err);
+
+    if (rc == 0)
+        rc = qry_report_rows(db, o, hm_sql_report_comms, doc, "groups", err);
+    return rc ? rc : qry_report_rows(db, o, hm_sql_report_comms_exposed, doc, "exposed", err);
 }
 
 static int build_nvtx(sqlite3 *db, const struct qry_report_opts *o, cJSON *doc, struct hm_err *err)

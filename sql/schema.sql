@@ -274,6 +274,10 @@ CREATE TABLE step_breakdown (
     PRIMARY KEY (rank, step)
 );
 
+-- process_groups and comm_exposed (communication by process group) are in
+-- sql/queries/writer_comm_tables.sql, so that re-analysing a file written
+-- before them creates them too (store/in_place.c).
+
 -- Steps per rank: ProfilerStep#N ranges, or where a rank has none, steps
 -- from another source (column source, analysis/step_source.h); the analysis
 -- columns are filled from the HTA-definition results (a_* mode 'hta').

@@ -206,14 +206,16 @@ static int add_missing(struct mrg_writer *w, const char *has_sql, const char *ad
     return have ? 0 : wr_exec(w, add_sql, err, what);
 }
 
-/* What the re-analysis stores that older files have no column for:
- * steps.source, and the phases' GPU time in step_breakdown. */
+/* What the re-analysis stores that older files have no column or table
+ * for: steps.source, the phases' GPU time in step_breakdown, and the
+ * communication by process group. */
 static int add_new_columns(struct mrg_writer *w, struct hm_err *err)
 {
     return add_missing(w, hm_sql_writer_has_steps_source, hm_sql_writer_add_steps_source,
                        "adding steps.source", err) ||
            add_missing(w, hm_sql_writer_has_phase_gpu, hm_sql_writer_add_phase_gpu,
-                       "adding the phases' GPU time to step_breakdown", err);
+                       "adding the phases' GPU time to step_breakdown", err) ||
+           wr_exec(w, hm_sql_writer_comm_tables, err, "adding the communication by process group");
 }
 
 struct mrg_writer *mrg_writer_reopen(const char *path, struct hm_err *err)

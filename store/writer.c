@@ -393,6 +393,8 @@ int wr_open_schema(struct mrg_writer *w, struct hm_err *err)
     if (rc == 0)
         rc = wr_exec(w, hm_sql_schema, err, "creating the schema");
     if (rc == 0)
+        rc = wr_exec(w, hm_sql_writer_comm_tables, err, "creating the schema");
+    if (rc == 0)
         rc = wr_prepare_statements(w, err);
     for (int c = 0; c < HM_CAT__COUNT && rc == 0; c++) {
         sqlite3_bind_int(w->st[ST_CATEGORY], 1, c);

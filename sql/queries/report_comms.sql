@@ -1,9 +1,8 @@
 -- report comms: communication by process group, op and message size, from
 -- the collectives matched across ranks (collective_instances). Per row:
 --   pg, dim          the group (its name, or "comm:<id>" for an NCCL
---                    communicator) and its parallelism dimension guessed from
---                    the name or description (fsdp, dp, tp, pp, ep, cp,
---                    world for the default group; else the name);
+--                    communicator) and its parallelism dimension
+--                    (process_groups.dim; else the name);
 --   size_bucket      message size class (bytes as nccl-tests count them:
 --                    all_gather the gathered output, others the input);
 --   calls, ranks     matched calls, and ranks per call (most of them);
@@ -33,12 +32,10 @@ inst AS (
     SELECT i.id, coalesce(i.pg, '(unkeyed)') AS pg, i.op, i.step, i.size, i.skew_ns, i.late_rank,
            coalesce(i.group_size, i.ranks) AS n, i.ranks,
            max(i.max_exit_ns - i.last_enter_ns, 0) AS xfer_ns, m.wait_ns,
-           lower(coalesce(m.dtype, '')) AS dt, m.sbytes,
-           (SELECT '_' || lower(replace(replace(replace(coalesce(max(c.pg_desc), '') || '_' || coalesce(i.pg, ''),
-                                                       '-', '_'), ' ', '_'), ':', '_')) || '_'
-            FROM collectives c WHERE c.pg = i.pg) AS tokens
+           lower(coalesce(m.dtype, '')) AS dt, m.sbytes, coalesce(g.dim, i.pg, '(unkeyed)') AS dim
     FROM collective_instances i
     LEFT JOIN m ON m.instance = i.id
+    LEFT JOIN process_groups g ON g.pg = i.pg
     WHERE i.ranks >= 2
 ),
 sized AS (
@@ -54,19 +51,7 @@ sized AS (
                WHEN op LIKE 'allreduce%' THEN 2.0 * (n - 1) / n
                WHEN op LIKE 'allgather%' OR op LIKE 'reducescatter%' OR op LIKE 'alltoall%' THEN 1.0 * (n - 1) / n
                WHEN op IN ('broadcast', 'reduce') THEN 1.0
-           END AS bus_factor,
-           CASE
-               WHEN tokens LIKE '%\_fsdp\_%' ESCAPE '\' OR tokens LIKE '%\_shard\_%' ESCAPE '\'
-                    OR tokens LIKE '%\_dp\_shard\_%' ESCAPE '\' THEN 'fsdp'
-               WHEN tokens LIKE '%\_dp\_%' ESCAPE '\' OR tokens LIKE '%\_ddp\_%' ESCAPE '\'
-                    OR tokens LIKE '%\_data\_%' ESCAPE '\' OR tokens LIKE '%\_replicate\_%' ESCAPE '\' THEN 'dp'
-               WHEN tokens LIKE '%\_tp\_%' ESCAPE '\' OR tokens LIKE '%\_tensor\_%' ESCAPE '\' THEN 'tp'
-               WHEN tokens LIKE '%\_pp\_%' ESCAPE '\' OR tokens LIKE '%\_pipe%' ESCAPE '\' THEN 'pp'
-               WHEN tokens LIKE '%\_ep\_%' ESCAPE '\' OR tokens LIKE '%\_expert%' ESCAPE '\' THEN 'ep'
-               WHEN tokens LIKE '%\_cp\_%' ESCAPE '\' OR tokens LIKE '%\_context\_%' ESCAPE '\' THEN 'cp'
-               WHEN tokens LIKE '%\_default\_pg\_%' ESCAPE '\' OR tokens = '__0_' THEN 'world'
-               ELSE pg
-           END AS dim
+           END AS bus_factor
     FROM inst
 ),
 bucketed AS (

@@ -13,7 +13,7 @@ hm_tmpdir cli_comms
 # check FILE PYTHON-EXPR: d = FILE as JSON, g = its groups keyed by (pg, op).
 check() {
     python3 -c 'import json,sys
-d = json.load(open(sys.argv[1])); g = {(r["pg"], r["op"]): r for r in d["groups"]}
+d = json.load(open(sys.argv[1])); g = {(r["pg"], r["op"]): r for r in d.get("groups", [])}
 sys.exit(0 if eval(sys.argv[2]) else 1)' "$1" "$2" 2>/dev/null || fail "$(basename "$1"): $2 ($(head -c 400 "$1" | tr '\n\t' '  '))"
 }
 
@@ -34,6 +34,11 @@ check "$T/pg.json" 'g[("1","allreduce")]["late_rank"] == 1 and g[("1","allreduce
 check "$T/pg.json" 'g[("2","allgather")]["dim"] == "dp" and g[("2","allgather")]["bytes"] == 524288'
 check "$T/pg.json" 'g[("2","allgather")]["algbw_gbps"] == 2.621 and g[("2","allgather")]["busbw_gbps"] == 1.311'
 check "$T/pg.json" 'g[("2","allgather")]["size_bucket"] == "64 KiB-1 MiB" and g[("2","allgather")]["late_rank"] is None'
+# Exposed: tp 600 (rank 0, 200 us hidden by its kernel) + 700 (rank 1) of
+# 800 + 700 us; dp 100 + 200 of 200 + 200 us.
+check "$T/pg.json" '{r["pg"]: (r["dim"], r["comm_ms"], r["exposed_ms"], r["most_exposed_rank"]) for r in d["exposed"]} == {"1": ("tp", 1.5, 1.3, 1), "2": ("dp", 0.4, 0.3, 1)}'
+"$H" report "$T/pg.db" steps --format json > "$T/steps.json" || fail "report steps"
+check "$T/steps.json" 'sorted((r["rank"], r["pg"], r["comm_ms"], r["exposed_ms"]) for r in d["comm_by_pg"]) == [(0, "1", 0.8, 0.6), (0, "2", 0.2, 0.1), (1, "1", 0.7, 0.7), (1, "2", 0.2, 0.2)]'
 "$H" report "$T/pg.db" comms | grep -q "busbw_gbps" || fail "comms table"
 "$H" report "$T/pg.db" comms --format csv | grep -q '^1,tp,allreduce,1-16 MiB,2,2,4194304,' || fail "comms csv"
 
@@ -45,6 +50,12 @@ check "$T/n2.json" 'sum(r["calls"] for r in d["groups"]) == 88'
 big='max(d["groups"], key=lambda r: r["total_ms"])'
 check "$T/n2.json" "$big[\"late_rank\"] == 1 and $big[\"busbw_gbps\"] == $big[\"algbw_gbps\"]"
 check "$T/n2.json" "abs($big[\"algbw_gbps\"] - $big[\"bytes\"] / ($big[\"time_us\"] * 1e3)) < 0.01 * $big[\"algbw_gbps\"]"
+# Rank 0 waits in its all_reduce kernels for rank 1's 20 ms sleeps: most exposed.
+check "$T/n2.json" 'len(d["exposed"]) == 1 and d["exposed"][0]["most_exposed_rank"] == 0 and d["exposed"][0]["exposed_pct"] > 50'
+# A file written before the groups' tables: the groups without dimensions.
+gunzip -c "$SRC/tests/fixtures/gpu/nccl4_clean.db.gz" > "$T/old.db" || fail "fixture"
+"$H" report "$T/old.db" comms --format json > "$T/old.json" || fail "report comms on an older file"
+check "$T/old.json" 'len(d["groups"]) > 0 and d["exposed"] == []'
 
 # The API: the same document.
 if command -v curl >/dev/null; then

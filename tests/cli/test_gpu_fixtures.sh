@@ -181,7 +181,7 @@ done
 # ---- htamerge-reanalyse (mrg_writer_reopen): the fixtures' derived tables
 # are what a re-analysis in place gives, again; a bad file stays untouched ----
 RE=${HTAMERGE_REANALYSE:-$(dirname "$H")/htamerge-reanalyse}
-DERIVED="collective_instances collective_instance_ranks clock_checks straggler_verdicts nvtx_stitched nvtx_stitched_ranks step_breakdown"
+DERIVED="collective_instances collective_instance_ranks clock_checks straggler_verdicts nvtx_stitched nvtx_stitched_ranks step_breakdown process_groups comm_exposed"
 dump() { python3 -c 'import sqlite3,sys
 db = sqlite3.connect(sys.argv[1])
 for t in sys.argv[2:]:

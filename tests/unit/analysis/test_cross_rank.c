@@ -11,6 +11,7 @@
 #include "common/record.h"
 #include "common/strtab.h"
 #include "analysis/cross_rank/clock_refine.h"
+#include "analysis/cross_rank/comm_groups.h"
 #include "analysis/cross_rank/match.h"
 #include "analysis/cross_rank/stragglers.h"
 
@@ -269,8 +270,25 @@ static void test_clock_condition(void)
     sqlite3_close(x.db);
 }
 
+/* A process group's dimension from its name and description. */
+static void test_pg_dimension(void)
+{
+    static const struct { const char *name, *desc, *dim; } cases[] = {
+        {"1", "mesh_tp", "tp"},          {"2", "mesh_dp", "dp"},        {"dp_shard", NULL, "fsdp"},
+        {"3", "mesh_dp_shard", "fsdp"},  {"4", "mesh_dp_replicate", "dp"}, {"tp_group", NULL, "tp"},
+        {"5", "pipeline-stage", "pp"},   {"expert_parallel", NULL, "ep"}, {"6", "mesh_cp", "cp"},
+        {"0", "default_pg", "world"},    {"0", NULL, "world"},          {"0", "", "world"},
+        {"7", "custom", NULL},           {"comm:17958617839615818544", NULL, NULL},
+        {"stp", "mytp", NULL},           {NULL, NULL, NULL},            {"TP", NULL, "tp"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *got = xr_pg_dimension(cases[i].name, cases[i].desc);
+        CHECK_STR(got ? got : "(none)", cases[i].dim ? cases[i].dim : "(none)");
+    }
+}
+
 int main(void)
 {
+    test_pg_dimension();
     test_fit();
     test_ops();
     test_verdict();

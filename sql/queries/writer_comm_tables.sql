@@ -1,0 +1,24 @@
+-- Tables of the communication by process group, part of the schema
+-- (sql/schema.sql): run when a file is created and when an older one is
+-- re-analysed in place (store/writer.c, store/in_place.c).
+-- Process groups the matched collectives name (analysis/cross_rank/comm_groups.c).
+CREATE TABLE IF NOT EXISTS process_groups (
+    pg          TEXT PRIMARY KEY,  -- group name as collective_instances.pg ("comm:<id>" for an NCCL communicator)
+    dim         TEXT,     -- parallelism dimension from the name or description: fsdp, dp, tp, pp, ep, cp, world; NULL if none
+    description TEXT,     -- "Process Group Description" (torch), NULL if absent
+    ranks       TEXT,     -- global ranks as text, e.g. "[0, 2]"; NULL if absent
+    size        INTEGER,  -- ranks in the group; NULL if unknown
+    calls       INTEGER   -- matched collectives on it
+);
+
+-- Communication per rank, step and process group (comm_groups.c): the
+-- time the group's collectives ran (union) and its exposed part (no
+-- computation kernel running on the rank; split evenly where several
+-- groups are exposed at once, so a step's rows add up).
+CREATE TABLE IF NOT EXISTS comm_exposed (
+    rank       INTEGER,  -- -> ranks.rank
+    step       INTEGER,  -- step number; NULL: a rank without steps, its whole run
+    pg         TEXT,     -- -> process_groups.pg; "(unkeyed)" for collectives without a group
+    comm_ns    INTEGER,  -- union of the group's collectives on the rank in the step
+    exposed_ns INTEGER   -- the part when no computation kernel ran
+);
