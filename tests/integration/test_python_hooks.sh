@@ -113,6 +113,10 @@ run straggler ddp_straggler.py -- $STEPS
 [ $rc = 0 ] || { fail "straggler: exit $rc"; tail -5 "$T/straggler/straggler.log" >&2; }
 check_run straggler
 [ "$(verdict straggler/straggler.db)" = 2 ] || fail "straggler: verdict $(verdict straggler/straggler.db), want 2"
+# Communication by group: the world group, its all-reduces most often late on rank 2.
+"$H" report straggler/straggler.db comms --format json | "$P" -c 'import json, sys
+d = json.load(sys.stdin); r = max((g for g in d["groups"] if g["op"] == "allreduce"), key=lambda g: g["calls"])
+sys.exit(0 if r["dim"] == "world" and r["late_rank"] == 2 and r["ranks"] == 4 else 1)' || fail "straggler: report comms"
 
 # --python-hooks off: nothing marked, nothing recorded
 run off ddp_plain.py --python-hooks off -- 5
