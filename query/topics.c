@@ -52,14 +52,20 @@ static int build_kernels(sqlite3 *db, const struct qry_report_opts *o, cJSON *do
     return rc ? rc : qry_report_rows(db, o, hm_sql_report_kernels, doc, "kernels", err);
 }
 
-/* A file from before the communication by process group gets empty
- * stand-ins for its tables (temp, on this connection only). */
+/* Tables added after the first schema: a file written before one of them
+ * gets an empty stand-in (temp, on this connection only), so that its
+ * reports read as having none of those facts. */
 static int comm_tables(sqlite3 *db, struct hm_err *err)
 {
-    if (qry_has_column(db, "comm_exposed", "exposed_ns"))
-        return 0;
-    if (sqlite3_exec(db, hm_sql_report_comm_tables_missing, NULL, NULL, NULL) != SQLITE_OK)
-        return qry_report_sql_error(db, "comms", err);
+    static const struct { const char *table, *column, *sql; } added[] = {
+        {"process_groups", "dim", hm_sql_report_missing_process_groups},
+        {"comm_exposed", "exposed_ns", hm_sql_report_missing_comm_exposed},
+        {"critical_path", "compute_ns", hm_sql_report_missing_critical_path}};
+
+    for (size_t i = 0; i < sizeof added / sizeof added[0]; i++)
+        if (!qry_has_column(db, added[i].table, added[i].column) &&
+            sqlite3_exec(db, added[i].sql, NULL, NULL, NULL) != SQLITE_OK)
+            return qry_report_sql_error(db, added[i].table, err);
     return 0;
 }
 
@@ -116,6 +122,15 @@ static int build_comms(sqlite3 *db, const struct qry_report_opts *o, cJSON *doc,
     return rc ? rc : qry_report_rows(db, o, hm_sql_report_comms_exposed, doc, "exposed", err);
 }
 
+static int build_critical_path(sqlite3 *db, const struct qry_report_opts *o, cJSON *doc, struct hm_err *err)
+{
+    int rc = comm_tables(db, err);
+
+    if (rc == 0)
+        rc = qry_report_rows(db, o, hm_sql_report_path_steps, doc, "steps", err);
+    return rc ? rc : qry_report_rows(db, o, hm_sql_report_path_segments, doc, "segments", err);
+}
+
 static int build_nvtx(sqlite3 *db, const struct qry_report_opts *o, cJSON *doc, struct hm_err *err)
 {
     return qry_report_rows(db, o, hm_sql_report_nvtx, doc, "ranges", err);
@@ -145,6 +160,10 @@ const struct qry_topic qry_topics[] = {
      QRY_TOPIC_STEPS, build_stragglers},
     {"collectives", "collectives matched across ranks: key, step, skew, late rank, wait", QRY_TOPIC_STEPS,
      build_collectives},
+    {"critical-path",
+     "per step, the chain of work and communication across ranks that set\n"
+     "            its duration: segments by rank, phase, compute / host, collective",
+     QRY_TOPIC_STEPS, build_critical_path},
     {"comms",
      "communication by process group (dp, tp, ... from its name), op and\n"
      "            message size: calls, time, algorithm and bus bandwidth, wait, skew",

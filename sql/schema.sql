@@ -274,8 +274,8 @@ CREATE TABLE step_breakdown (
     PRIMARY KEY (rank, step)
 );
 
--- process_groups and comm_exposed (communication by process group) are in
--- sql/queries/writer_comm_tables.sql, so that re-analysing a file written
+-- process_groups and comm_exposed (communication by process group) and
+-- critical_path are in sql/queries/writer_tables_added.sql, so that re-analysing a file written
 -- before them creates them too (store/in_place.c).
 
 -- Steps per rank: ProfilerStep#N ranges, or where a rank has none, steps

@@ -215,7 +215,7 @@ static int add_new_columns(struct mrg_writer *w, struct hm_err *err)
                        "adding steps.source", err) ||
            add_missing(w, hm_sql_writer_has_phase_gpu, hm_sql_writer_add_phase_gpu,
                        "adding the phases' GPU time to step_breakdown", err) ||
-           wr_exec(w, hm_sql_writer_comm_tables, err, "adding the communication by process group");
+           wr_exec(w, hm_sql_writer_tables_added, err, "adding the communication by process group");
 }
 
 struct mrg_writer *mrg_writer_reopen(const char *path, struct hm_err *err)

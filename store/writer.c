@@ -393,7 +393,7 @@ int wr_open_schema(struct mrg_writer *w, struct hm_err *err)
     if (rc == 0)
         rc = wr_exec(w, hm_sql_schema, err, "creating the schema");
     if (rc == 0)
-        rc = wr_exec(w, hm_sql_writer_comm_tables, err, "creating the schema");
+        rc = wr_exec(w, hm_sql_writer_tables_added, err, "creating the schema");
     if (rc == 0)
         rc = wr_prepare_statements(w, err);
     for (int c = 0; c < HM_CAT__COUNT && rc == 0; c++) {

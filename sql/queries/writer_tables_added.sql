@@ -1,5 +1,5 @@
--- Tables of the communication by process group, part of the schema
--- (sql/schema.sql): run when a file is created and when an older one is
+-- Tables added to the schema (sql/schema.sql) after its first version, as
+-- IF NOT EXISTS: run when a file is created and when an older one is
 -- re-analysed in place (store/writer.c, store/in_place.c).
 -- Process groups the matched collectives name (analysis/cross_rank/comm_groups.c).
 CREATE TABLE IF NOT EXISTS process_groups (
@@ -21,4 +21,19 @@ CREATE TABLE IF NOT EXISTS comm_exposed (
     pg         TEXT,     -- -> process_groups.pg; "(unkeyed)" for collectives without a group
     comm_ns    INTEGER,  -- union of the group's collectives on the rank in the step
     exposed_ns INTEGER   -- the part when no computation kernel ran
+);
+
+-- The critical path of each step across ranks
+-- (analysis/cross_rank/critical_path.h): its segments in time order.
+CREATE TABLE IF NOT EXISTS critical_path (
+    step       INTEGER,  -- step number
+    seq        INTEGER,  -- 0 for the earliest segment
+    rank       INTEGER,  -- the rank whose work or exit it is -> ranks.rank
+    kind       TEXT,     -- work (the rank's own time) or comm (a collective's transfer after its last rank entered)
+    name       TEXT,     -- work: forward, backward, optimizer or other (the CPU's phase); comm: the op
+    pg         TEXT,     -- comm: its process group -> process_groups.pg; NULL otherwise
+    start_ns   INTEGER,  -- aligned
+    end_ns     INTEGER,
+    compute_ns INTEGER,  -- work: time a computation kernel of the rank ran inside it (the rest is host: CPU, launch gaps)
+    instance   INTEGER   -- comm: -> collective_instances.id
 );
