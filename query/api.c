@@ -12,6 +12,7 @@
 
 #include "hm_sql.h"
 #include "report.h"
+#include "report_int.h"
 #include "sql_guard.h"
 #include "store/columns.h"
 #include "topics.h"
@@ -461,6 +462,48 @@ static int api_nvtx(struct qry_dbh *h, struct qry_call *c, const char *ids)
     return reply_doc(c, doc);
 }
 
+/* /api/path: {"steps":[{"step","start_ns","end_ns","path_ns"}]}, the steps
+ * with a critical path; /api/path/{step}: {"step","segments":[{"seq",
+ * "rank","kind","name","pg","dim","start_ns","end_ns","compute_ns"}]},
+ * what the timeline draws. Times relative to the timeline's origin. */
+static int api_path(struct qry_dbh *h, struct qry_call *c, const char *rest)
+{
+    int64_t args[2] = {0, 0};
+    struct hm_err err;
+    cJSON *rows, *doc;
+    bool ok;
+
+    hm_err_clear(&err);
+    if (*rest && (*rest != '/' || qry_param_i64(rest + 1, INT64_MIN + 1, INT64_MAX, &args[0])))
+        return reply_error(c, 400, "bad step '%.40s'", *rest ? rest + 1 : rest);
+    if (!qry_has_column(h->db, "critical_path", "compute_ns"))
+        return reply_error(c, 404, "this file has no critical path (written before it; re-analyse it)");
+    if (!*rest) {
+        args[0] = origin_of(h, c, &ok);
+        if (!ok)
+            return -1;
+        if (!(rows = qry_rows(h->db, hm_sql_api_path_steps, args, 1, &err)))
+            return reply_error(c, 500, "%s", err.msg);
+        doc = cJSON_CreateObject();
+        cJSON_AddItemToObject(doc, "steps", rows);
+    } else {
+        args[1] = origin_of(h, c, &ok);
+        if (!ok)
+            return -1;
+        if (!(rows = qry_rows(h->db, hm_sql_api_path_segments, args, 2, &err)))
+            return reply_error(c, 500, "%s", err.msg);
+        if (!rows->child) {
+            cJSON_Delete(rows);
+            return reply_error(c, 404, "no critical path for step %lld", (long long)args[0]);
+        }
+        doc = cJSON_CreateObject();
+        cJSON_AddNumberToObject(doc, "step", (double)args[0]);
+        cJSON_AddItemToObject(doc, "segments", rows);
+    }
+    c->cacheable = true;
+    return reply_doc(c, doc);
+}
+
 /* POST /api/sql: the body is the SQL text, or {"sql": "..."}. */
 static int api_sql(struct qry_dbh *h, struct qry_call *c)
 {
@@ -518,6 +561,8 @@ void qry_api_dispatch(struct qry_dbh *h, struct qry_call *c)
         api_collective(h, c, p + 11);
     else if (!strncmp(p, "nvtx/", 5))
         api_nvtx(h, c, p + 5);
+    else if (!strcmp(p, "path") || !strncmp(p, "path/", 5))
+        api_path(h, c, p + 4);
     else
         reply_error(c, 404, "no such endpoint %.100s", c->path);
 }

@@ -321,7 +321,7 @@ int xr_critical_path(struct xr_ctx *x, struct hm_err *err)
     if (rc == 0 && nnum)
         rc = xr_prepare(x, hm_sql_xrank_insert_path, &st, err);
     if (rc == 0)
-        qsort(numbers, nnum, sizeof *numbers, cmp_i64);
+        xr_sort(numbers, nnum, sizeof *numbers, cmp_i64);
     for (size_t i = 0; i < nnum && rc == 0; i++) {
         if (i && numbers[i] == numbers[i - 1])
             continue;

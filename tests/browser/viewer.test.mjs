@@ -2,8 +2,8 @@
 // would: the page loads without console errors, the overview names the
 // straggler, the timeline draws one group per rank, zooming changes the
 // visible range and the request, clicking a collective highlights it on
-// every rank, and the SQL console returns rows and shows the error for a
-// write. Screenshots are saved for a person to look at.
+// every rank, the critical path of a step is drawn with the straggler on
+// it, and the SQL console returns rows and shows the error for a write. Screenshots are saved for a person to look at.
 // usage: node viewer.test.mjs URL OUTDIR CHROMIUM
 import { runTest } from './harness.mjs';
 
@@ -88,6 +88,22 @@ await runTest(exe, async (page, check, errors) => {
     check(/late rank/.test(details) && /skew/.test(details), 'details show skew and late rank');
     await page.screenshot({ path: `${outDir}/timeline-collective.png` });
   }
+
+  // The critical path of the step in view: drawn in the rank bands, the
+  // straggler's work on it, its summary in the details.
+  await page.keyboard.press('0');
+  await page.waitForTimeout(300);
+  await page.click('#tl-path');
+  await page.waitForFunction(() => document.getElementById('tl').dataset.path, null, { timeout: 10000 });
+  const path = await ds();
+  check(Number(path.path) > 0, `critical path drawn (${path.path} segments, step ${path.pathStep})`);
+  check(path.pathRanks.split(',').includes('2'), `the straggler's work is on the path (ranks ${path.pathRanks})`);
+  const pathDetails = await page.textContent('#details');
+  check(/critical path/.test(pathDetails) && /rank 2/.test(pathDetails), 'details give the path\'s summary');
+  check(Number(path.t1) - Number(path.t0) < spanB / 2, 'the timeline shows the step of the path');
+  await page.screenshot({ path: `${outDir}/timeline-path.png` });
+  await page.click('#tl-path');   // off again
+  await page.waitForFunction(() => !document.getElementById('tl').dataset.path, null, { timeout: 10000 });
 
   // Tables.
   await page.click('#tabs button[data-tab="tables"]');

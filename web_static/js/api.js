@@ -25,6 +25,8 @@ export const api = {
   slice: (id) => call(`/api/slice/${id}`),
   collective: (id) => call(`/api/collective/${id}`),
   nvtx: (id) => call(`/api/nvtx/${id}`),
+  pathSteps: () => call('/api/path'),
+  path: (step) => call(`/api/path/${encodeURIComponent(step)}`),
   collectiveFind: (pg, seq) => call(`/api/collective/find?${new URLSearchParams({ pg, seq })}`),
   sql: (text) => call('/api/sql', { method: 'POST', headers: { 'Content-Type': 'text/plain' }, body: text }),
 };

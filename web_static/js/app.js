@@ -156,6 +156,7 @@ async function main() {
   document.getElementById('tl-in').addEventListener('click', () => timeline.zoom(0.5));
   document.getElementById('tl-out').addEventListener('click', () => timeline.zoom(2));
   document.getElementById('tl-reset').addEventListener('click', () => timeline.reset());
+  document.getElementById('tl-path').addEventListener('click', () => timeline.togglePath().catch(showError));
   setupTabs(timeline);
   setupSql();
   try { await loadAll(timeline); } catch (e) { showError(e); }

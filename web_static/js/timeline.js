@@ -6,7 +6,10 @@
 // Each rank group starts with a row of its stitched NVTX ranges (the same
 // range matched across ranks; nested ones below their parent), coloured by
 // name, the range of the rank that entered last outlined in red; clicking
-// one shows its skew and late rank.
+// one shows its skew and late rank. The critical path of the step in view
+// (P, or the toolbar's button) is drawn as a bar in each rank's header band
+// where that rank's work or a collective's transfer is on it, with a line
+// where the path moves from one rank to another.
 // State a test can read is mirrored on the canvas's data attributes.
 import { api } from './api.js';
 import { dur, el, clear, colorOf } from './fmt.js';
@@ -33,6 +36,8 @@ export class Timeline {
     this.hits = [];               // drawn slices for clicks
     this.hl = null;               // highlighted collective instance
     this.nvSel = null;            // selected stitched NVTX range (/api/nvtx answer)
+    this.path = null;             // the drawn critical path (/api/path/{step} answer)
+    this.pathSteps = null;        // /api/path answer, fetched once
     this.seq = 0;
     this.timer = 0;
     this.bind();
@@ -170,6 +175,7 @@ export class Timeline {
     for (const g of this.groups) drawn += this.drawGroup(g);
     this.drawAxis();
     this.drawHighlightLines();
+    this.drawPath();
     const { t0, t1 } = this.view;
     this.range.textContent = `${dur(t0)} to ${dur(t1)} (${dur(t1 - t0)} shown)`;
     Object.assign(this.canvas.dataset, {
@@ -362,6 +368,7 @@ export class Timeline {
     else if (k === 'a' || k === 'ArrowLeft') this.pan(-0.15);
     else if (k === 'd' || k === 'ArrowRight') this.pan(0.15);
     else if (k === '0') this.reset();
+    else if (k === 'p' || k === 'P') this.togglePath().catch(this.onError);
     else return;
     e.preventDefault();
   }
@@ -431,6 +438,82 @@ export class Timeline {
         el('td', { text: dur(m.lag_ns) }), el('td', { text: dur(m.dur_ns) })));
     }
     box.append(t);
+  }
+
+  // The critical path of the step that overlaps the view most (off when
+  // drawn), with its summary and segments in the details.
+  async togglePath() {
+    const ds = this.canvas.dataset;
+    if (this.path) {
+      this.path = null;
+      Object.assign(ds, { path: '', pathStep: '', pathRanks: '' });
+      this.draw();
+      return;
+    }
+    if (!this.pathSteps) this.pathSteps = (await api.pathSteps()).steps;
+    const { t0, t1 } = this.view, mid = (t0 + t1) / 2;
+    let best = null, bestScore = -Infinity;
+    for (const s of this.pathSteps) {
+      const overlap = Math.min(t1, s.end_ns) - Math.max(t0, s.start_ns);
+      const score = overlap > 0 ? overlap : -Math.abs((s.start_ns + s.end_ns) / 2 - mid);
+      if (score > bestScore) { bestScore = score; best = s; }
+    }
+    if (!best) throw new Error('this run has no critical path (no steps)');
+    const [p, rep] = await Promise.all([api.path(best.step), api.report('critical-path', { steps: best.step })]);
+    this.path = p;
+    const ranks = [...new Set(p.segments.map((s) => s.rank))].sort((a, b) => a - b);
+    Object.assign(ds, { path: String(p.segments.length), pathStep: String(p.step), pathRanks: ranks.join(',') });
+    if (best.start_ns < t0 || best.end_ns > t1 || best.end_ns - best.start_ns < (t1 - t0) / 2) {
+      const pad = (best.end_ns - best.start_ns) * 0.05;
+      this.setView(best.start_ns - pad, best.end_ns + pad);
+    } else {
+      this.draw();
+    }
+    const info = (rep.steps || []).find((s) => s.step === p.step);
+    const box = clear(this.details);
+    box.append(el('h3', { text: `critical path · step ${p.step}` }));
+    if (info) box.append(el('p', {}, el('b', { text: dur(info.path_ms * 1e6) }), ` across ${info.ranks} rank(s): ${info.summary}`));
+    const t = el('table');
+    t.append(el('tr', {}, ...['rank', 'kind', 'what', 'time', 'GPU'].map((h) => el('td', { text: h }))));
+    for (const s of p.segments) {
+      const what = s.kind === 'comm' ? `${s.name} on ${s.dim || s.pg || '?'}` : s.name;
+      t.append(el('tr', { class: s.kind === 'comm' ? 'path-comm' : 'path-work' }, el('td', { text: String(s.rank) }),
+        el('td', { text: s.kind }), el('td', { text: what }), el('td', { text: dur(s.end_ns - s.start_ns) }),
+        el('td', { text: s.kind === 'work' ? dur(s.compute_ns) : '' })));
+    }
+    box.append(t);
+  }
+
+  drawPath() {
+    if (!this.path) return;
+    const c = this.ctx, segs = this.path.segments, byRank = new Map(this.groups.map((g) => [g.rank, g]));
+    const lo = GUTTER, hi = this.cssWidth;
+    const yOf = (g) => g.y + HEAD - 8;
+    c.save();
+    let prev = null;
+    for (const s of segs) {
+      const g = byRank.get(s.rank);
+      if (!g) continue;
+      const x0 = Math.max(lo, this.x(s.start_ns)), x1 = Math.min(hi, this.x(s.end_ns));
+      if (x1 > x0 - 1) {
+        c.fillStyle = s.kind === 'comm' ? '#1565c0' : '#e65100';
+        c.fillRect(x0, yOf(g), Math.max(2, x1 - x0), 6);
+        if (s.kind === 'work' && s.compute_ns > 0 && s.end_ns > s.start_ns) {   // the compute share, darker
+          c.fillStyle = '#8d2a00';
+          c.fillRect(x0, yOf(g) + 4, Math.max(1, (x1 - x0) * (s.compute_ns / (s.end_ns - s.start_ns))), 2);
+        }
+      }
+      if (prev && prev.rank !== s.rank) {
+        const gp = byRank.get(prev.rank), x = this.x(s.start_ns);
+        if (gp && x >= lo && x <= hi) {
+          c.strokeStyle = '#e65100';
+          c.lineWidth = 2;
+          c.beginPath(); c.moveTo(x, yOf(gp) + 3); c.lineTo(x, yOf(g) + 3); c.stroke();
+        }
+      }
+      prev = s;
+    }
+    c.restore();
   }
 
   showNothing() { clear(this.details).append(el('p', { class: 'muted', text: 'Click a slice.' })); }
