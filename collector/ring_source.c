@@ -325,6 +325,7 @@ static void on_cpu_coll(struct col_ring *r, const void *p, uint32_t len)
     c->slice = (uint32_t)(r->b->slices.n - 1);
     c->op = str_of(r, x.op);
     c->pg_name = str_of(r, x.pg_name);
+    c->pg_desc = str_of(r, x.pg_desc);
     c->pg_ranks = str_of(r, x.pg_ranks);
     c->dtype = str_of(r, x.dtype);
     c->seq = x.seq;

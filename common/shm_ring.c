@@ -58,7 +58,7 @@ _Static_assert(sizeof(struct hm_ring_string) == 8, "string payload layout");
 _Static_assert(sizeof(struct hm_ring_counter) == 24, "counter payload layout");
 _Static_assert(sizeof(struct hm_ring_nccl_coll) == 80, "nccl payload layout");
 _Static_assert(sizeof(struct hm_ring_nvtx) == 56, "nvtx payload layout");
-_Static_assert(sizeof(struct hm_ring_cpu_coll) == 80, "cpu collective payload layout");
+_Static_assert(sizeof(struct hm_ring_cpu_coll) == 88, "cpu collective payload layout");
 _Static_assert(sizeof(struct hm_ring_trace_file) == 8, "trace file payload layout");
 
 /* The shared header. Fields before `head` are written once by the creator;

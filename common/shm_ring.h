@@ -124,8 +124,8 @@ struct hm_ring_nvtx {
  * backends without the NCCL plugin). Becomes one slice on CPU thread
  * (pid, tid) with cat HM_CAT_COLLECTIVE_COMM, name the text of slice_name
  * (e.g. "gloo:all_reduce"), bytes copied over, plus one hm_collective with
- * op, pg_name, pg_ranks, dtype, seq, in_nelems = out_nelems = nelems and
- * group_size; matched across ranks by (pg_name, seq). */
+ * op, pg_name, pg_desc, pg_ranks, dtype, seq, in_nelems = out_nelems =
+ * nelems and group_size; matched across ranks by (pg_name, seq). */
 struct hm_ring_cpu_coll {
     int64_t ts;           /* call, ns, CLOCK_REALTIME */
     int64_t dur;          /* until the work completed, ns */
@@ -141,6 +141,9 @@ struct hm_ring_cpu_coll {
     uint32_t dtype;       /* string id, 0 if unknown */
     int32_t group_rank;   /* rank within the group, -1 if unknown */
     int32_t group_size;   /* -1 if unknown */
+    uint32_t pg_desc;     /* string id: the group's description ("mesh_tp"), 0 if none;
+                             a record from before it is shorter and reads as 0 */
+    uint32_t pad;         /* zero */
 };
 
 /* HM_RING_TRACE_FILE. A trace file the program finished writing (the

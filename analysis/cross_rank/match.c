@@ -12,7 +12,12 @@
  *      timed by those kernels;
  *   6. an unkeyed call so timed that shares its kernels with a keyed call of
  *      the same op is that call seen twice (torch.profiler's CPU op and the
- *      NCCL plugin's event of one all-reduce): the keyed one stays.
+ *      NCCL plugin's event of one all-reduce): the keyed one stays;
+ *   7. likewise an unkeyed CPU-timed call that overlaps a keyed CPU-timed
+ *      call of the same op on its thread, or an unkeyed gloo:/nccl:
+ *      annotation that overlaps one on any thread (torch 2's gloo marks the
+ *      call on its worker thread): torch.profiler's record of a call the
+ *      Python hooks keyed by (pg, seq).
  * Then across ranks: equal keys form one instance; unkeyed calls are
  * numbered within (pg, op, size, step) on each rank by enter time and the
  * k-th calls of every rank form one instance. A second pass numbers the
@@ -271,7 +276,7 @@ static void project_to_kernels(struct xr_ctx *x, struct xr_coll *c)
 
 /* A keyed GPU-timed call of the rank being grouped (rule 6). */
 struct keyed_span {
-    int64_t enter, exit, op;
+    int64_t enter, exit, op, track;
 };
 
 static int cmp_span(const void *pa, const void *pb)
@@ -301,19 +306,47 @@ static int is_keyed_twin(const struct xr_coll *c, const struct keyed_span *by, s
     return 0;
 }
 
-/* Unkeyed rows of one rank: rules 2-6 of the file comment. The rank's
+/* Rule 7: does c (CPU-timed, unkeyed) overlap a keyed CPU-timed call of
+ * its op, by[0, n) sorted by enter, on its thread (any thread: any_track)? */
+static int is_keyed_cpu_twin(const struct xr_coll *c, const struct keyed_span *by, size_t n, int any_track)
+{
+    size_t lo = 0, hi = n;
+
+    while (lo < hi) {   /* first keyed call entering after c exits */
+        size_t mid = lo + (hi - lo) / 2;
+        if (by[mid].enter <= c->exit)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (size_t k = lo; k-- > 0 && lo - k <= 32;)
+        if (by[k].op == c->op && (any_track || by[k].track == c->track) && by[k].exit >= c->enter)
+            return 1;
+    return 0;
+}
+
+/* Unkeyed rows of one rank: rules 2-7 of the file comment. The rank's
  * keyed calls are x->coll.v[first, x->coll.n) on entry. */
 static int unkeyed_calls(struct xr_ctx *x, struct row *v, size_t n, size_t first)
 {
-    size_t nk = 0;
+    size_t nk = 0, nc = 0;
     struct keyed_span *by = malloc((x->coll.n - first + 1) * sizeof *by);
+    struct keyed_span *cpu = malloc((x->coll.n - first + 1) * sizeof *cpu);
 
-    if (!by)
+    if (!by || !cpu) {
+        free(by);
+        free(cpu);
         return HM_ENOMEM;
-    for (size_t i = first; i < x->coll.n; i++)
-        if (x->coll.v[i].src == XR_SRC_GPU)
-            by[nk++] = (struct keyed_span){x->coll.v[i].enter, x->coll.v[i].exit, x->coll.v[i].op};
+    }
+    for (size_t i = first; i < x->coll.n; i++) {
+        const struct xr_coll *k = &x->coll.v[i];
+        if (k->src == XR_SRC_GPU)
+            by[nk++] = (struct keyed_span){k->enter, k->exit, k->op, k->track};
+        else
+            cpu[nc++] = (struct keyed_span){k->enter, k->exit, k->op, k->track};
+    }
     xr_sort(by, nk, sizeof *by, cmp_span);
+    xr_sort(cpu, nc, sizeof *cpu, cmp_span);
     for (size_t i = 0; i < n; i++) {
         struct row *r = &v[i];
         struct xr_coll *c;
@@ -325,7 +358,12 @@ static int unkeyed_calls(struct xr_ctx *x, struct row *v, size_t n, size_t first
             continue;
         if (!(c = push_coll(x, r, XR_KEY_ORDER))) {
             free(by);
+            free(cpu);
             return HM_ENOMEM;
+        }
+        if (c->src != XR_SRC_GPU && is_keyed_cpu_twin(c, cpu, nc, c->src == XR_SRC_ANNOT)) {
+            x->coll.n--;
+            continue;
         }
         if (c->src != XR_SRC_GPU && x->ranks && c->rank < x->nranks)
             project_to_kernels(x, c);
@@ -333,6 +371,7 @@ static int unkeyed_calls(struct xr_ctx *x, struct row *v, size_t n, size_t first
             x->coll.n--;
     }
     free(by);
+    free(cpu);
     return 0;
 }
 

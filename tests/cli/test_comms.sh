@@ -57,6 +57,17 @@ gunzip -c "$SRC/tests/fixtures/gpu/nccl4_clean.db.gz" > "$T/old.db" || fail "fix
 "$H" report "$T/old.db" comms --format json > "$T/old.json" || fail "report comms on an older file"
 check "$T/old.json" 'len(d["groups"]) > 0 and d["exposed"] == []'
 
+# torch 2.11, a 2 x 2 DeviceMesh over gloo (tests/fixtures/torch2/README.md):
+# dp and tp from the groups' descriptions, rank 3 late on both of its
+# groups, every call once (torch.profiler's records of the calls the hooks
+# keyed are not counted again).
+gunzip -c "$SRC/tests/fixtures/torch2/mesh_pg.db.gz" > "$T/mesh.db" || fail "fixture mesh_pg"
+"$H" report "$T/mesh.db" comms --format json > "$T/mesh.json" || fail "report comms (mesh)"
+check "$T/mesh.json" 'sorted((r["pg"], r["dim"], r["op"], r["calls"], r["ranks"]) for r in d["groups"]) == [("0", "world", "barrier", 1, 4), ("1", "dp", "allgather", 3, 2), ("1", "dp", "allreduce", 12, 2), ("2", "dp", "allgather", 3, 2), ("2", "dp", "allreduce", 12, 2), ("3", "tp", "allreduce", 12, 2), ("4", "tp", "allreduce", 12, 2)]'
+check "$T/mesh.json" 'g[("2","allreduce")]["late_rank"] == 3 and g[("4","allreduce")]["late_rank"] == 3'
+check "$T/mesh.json" 'g[("2","allreduce")]["bytes"] == 4194304 and g[("4","allreduce")]["bytes"] == 1048576'
+check "$T/mesh.json" 'sorted(r["dim"] for r in d["exposed"]) == ["dp", "dp", "tp", "tp"]'
+
 # The API: the same document.
 if command -v curl >/dev/null; then
     "$H" serve "$T/pg.db" --listen 127.0.0.1:0 2>"$T/serve.err" &

@@ -29,11 +29,12 @@ table=$(python3 -c 'import json,sys; print("\n".join(t["name"] for t in json.loa
 [ "$(wc -l <<<"$table")" -ge 10 ] || fail "/api/topics lists only: $table"
 
 "$H" report --help >"$T/help" 2>&1 || fail "report --help exited $?"
-helped=$(sed -n '/^topics:/,/^$/p' "$T/help" | sed -n 's/^  \([a-z][a-z_]*\) .*/\1/p')
+helped=$(sed -n '/^topics:/,/^$/p' "$T/help" | sed -n 's/^  \([a-z][a-z_-]*\) .*/\1/p')
 [ "$helped" = "$table" ] || fail "report --help lists [$(echo $helped)], the table [$(echo $table)]"
 
 for t in $table; do
-    grep -q "^\.B $t\$" "$MAN" || fail "man page does not describe report topic $t"
+    # roff writes a hyphen as "\-"
+    grep -qxF ".B ${t//-/\\-}" "$MAN" || fail "man page does not describe report topic $t"
     code=$(get "/api/report/$t" "$T/api.$t.json")
     [ "$code" = 200 ] || fail "/api/report/$t: HTTP $code $(head -c 200 "$T/api.$t.json")"
     "$H" report "$T/run.db" "$t" --format json >"$T/cli.$t.json" 2>"$T/cli.$t.err" || fail "report $t: $(cat "$T/cli.$t.err")"

@@ -118,7 +118,7 @@ def install():
         lib.hmpy_string.restype = u32
         lib.hmpy_range.argtypes = [i64, i64, i64, i32, u32, u32, u32, i32]
         lib.hmpy_cpu_coll.argtypes = [i64, i64, i64, i32, i64, i64, i64, u32, u32, u32, u32, u32,
-                                      i32, i32]
+                                      i32, i32, u32]
         lib.hmpy_trace_file.argtypes = [ctypes.c_char_p, u32]
         if lib.hmpy_attach() != 0:
             _disable("cannot attach to the ring %s" % os.environ.get("HTAMERGE_RING"))
@@ -547,7 +547,7 @@ for _names, _title, _op in (
 
 
 class _Groups:
-    info = {}   # id(pg) -> (pg, name id, ranks id, rank, size, backend)
+    info = {}   # id(pg) -> (pg, name id, ranks id, rank, size, backend, description id)
     seq = {}    # id(pg) -> last sequence number recorded
 
     @classmethod
@@ -577,9 +577,15 @@ class _Groups:
             pass
         if name is None:
             name = str(getattr(pg, "group_name", "") or "") or None
+        desc = None
+        try:   # torch >= 2.3: new_group(group_desc=), DeviceMesh's "mesh_tp"
+            desc = getattr(pg, "group_desc", None)
+        except Exception:
+            pass
         i = (pg, _str(str(name)) if name is not None else 0,
              _str("[" + ", ".join(str(r) for r in ranks) + "]") if ranks else 0,
-             pg.rank(), pg.size(), backend)
+             pg.rank(), pg.size(), backend,
+             _str(str(desc)) if desc and str(desc) != "undefined" else 0)
         cls.info[id(pg)] = i
         return i
 
@@ -647,7 +653,7 @@ def _record(op, pg, inputs, t0, tid, result):
 
     def emit(t1):
         _lib.hmpy_cpu_coll(t0, t1 - t0, tid, _pid, seq, nbytes, nel, ids[1], ids[2], ids[3], ids[4],
-                           ids[5], g[3], g[4])
+                           ids[5], g[3], g[4], g[6])
 
     fut = None
     if result is not None and hasattr(result, "get_future"):

@@ -86,13 +86,13 @@ HMPY_API int hmpy_range(int64_t ts, int64_t dur, int64_t tid, int32_t pid, uint3
 HMPY_API int hmpy_cpu_coll(int64_t ts, int64_t dur, int64_t tid, int32_t pid, int64_t seq,
                            int64_t bytes, int64_t nelems, uint32_t slice_name, uint32_t op,
                            uint32_t pg_name, uint32_t pg_ranks, uint32_t dtype, int32_t group_rank,
-                           int32_t group_size)
+                           int32_t group_size, uint32_t pg_desc)
 {
     struct hm_ring_cpu_coll r = {.ts = hm_clockhook_apply(&g_hook, ts), .dur = dur > 0 ? dur : 0,
                                  .seq = seq, .bytes = bytes, .nelems = nelems, .tid = tid,
                                  .pid = pid, .slice_name = slice_name, .op = op,
                                  .pg_name = pg_name, .pg_ranks = pg_ranks, .dtype = dtype,
-                                 .group_rank = group_rank, .group_size = group_size};
+                                 .group_rank = group_rank, .group_size = group_size, .pg_desc = pg_desc};
 
     return g_ring ? hm_ring_write(g_ring, HM_RING_CPU_COLL, &r, sizeof r) : -1;
 }

@@ -83,11 +83,12 @@ int main(void)
     put_string(w, 13, "allreduce");
     put_string(w, 14, "0");
     put_string(w, 15, "[0, 1, 2, 3]");
+    put_string(w, 16, "mesh_tp");
     struct hm_ring_nvtx n = {.ts = 5000, .dur = 900, .tid = 77, .pid = 1234, .name = 10, .args = 11};
     CHECK_EQ_INT(hm_ring_write(w, HM_RING_NVTX, &n, sizeof n), 0);
     struct hm_ring_cpu_coll g = {.ts = 5100, .dur = 200, .seq = 1804289390, .bytes = 4096, .nelems = 1024,
                                  .tid = 77, .pid = 1234, .slice_name = 12, .op = 13, .pg_name = 14,
-                                 .pg_ranks = 15, .group_rank = 1, .group_size = 4};
+                                 .pg_ranks = 15, .group_rank = 1, .group_size = 4, .pg_desc = 16};
     CHECK_EQ_INT(hm_ring_write(w, HM_RING_CPU_COLL, &g, sizeof g), 0);
     const char *path = "/tmp/somewhere/rank-0.pt.trace.json";
     struct hm_ring_trace_file f = {.len = (uint32_t)strlen(path)};
@@ -109,6 +110,7 @@ int main(void)
             CHECK_STR(hm_batch_str(b, c1->op), "allreduce");
             CHECK_STR(hm_batch_str(b, c1->pg_name), "0");
             CHECK_STR(hm_batch_str(b, c1->pg_ranks), "[0, 1, 2, 3]");
+            CHECK_STR(hm_batch_str(b, c1->pg_desc), "mesh_tp");
             CHECK_EQ_INT(c1->seq, 1804289390);
             CHECK_EQ_INT(c1->in_nelems, 1024);
             CHECK_EQ_INT(c1->group_size, 4);
