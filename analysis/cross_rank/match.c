@@ -289,17 +289,25 @@ static int cmp_span(const void *pa, const void *pb)
  * keyed GPU-timed calls, by[0, n) sorted by enter? Keyed calls of one
  * stream do not overlap, so the candidates are the last few entering
  * before c ends. */
-static int is_keyed_twin(const struct xr_coll *c, const struct keyed_span *by, size_t n)
+/* The first of by[0, n) (sorted by enter) entering after t. */
+static size_t first_entering_after(const struct keyed_span *by, size_t n, int64_t t)
 {
     size_t lo = 0, hi = n;
 
-    while (lo < hi) {   /* first keyed call entering after c exits */
+    while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (by[mid].enter <= c->exit)
+        if (by[mid].enter <= t)
             lo = mid + 1;
         else
             hi = mid;
     }
+    return lo;
+}
+
+static int is_keyed_twin(const struct xr_coll *c, const struct keyed_span *by, size_t n)
+{
+    size_t lo = first_entering_after(by, n, c->exit);
+
     for (size_t k = lo; k-- > 0 && lo - k <= 8;)
         if (by[k].op == c->op && by[k].exit >= c->enter)
             return 1;
@@ -310,15 +318,8 @@ static int is_keyed_twin(const struct xr_coll *c, const struct keyed_span *by, s
  * its op, by[0, n) sorted by enter, on its thread (any thread: any_track)? */
 static int is_keyed_cpu_twin(const struct xr_coll *c, const struct keyed_span *by, size_t n, int any_track)
 {
-    size_t lo = 0, hi = n;
+    size_t lo = first_entering_after(by, n, c->exit);
 
-    while (lo < hi) {   /* first keyed call entering after c exits */
-        size_t mid = lo + (hi - lo) / 2;
-        if (by[mid].enter <= c->exit)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
     for (size_t k = lo; k-- > 0 && lo - k <= 32;)
         if (by[k].op == c->op && (any_track || by[k].track == c->track) && by[k].exit >= c->enter)
             return 1;
