@@ -129,7 +129,9 @@ wait_children 0 || fail "children left after the big answers"
 # ---- (6) a client that goes away: its child is killed at once ----
 sql gone "$SLOW" --max-time 1
 wait_children 0 || fail "the child of a client that went away still runs"
-grep -q ' 1\.' "$T/gone.code" || fail "the client did not time out as planned: $(cat "$T/gone.code")"
+# No answer (code 000) when curl gave up after its second (curl may say 0.9999).
+awk '{ exit !($1 == "000" && $2 >= 0.9) }' "$T/gone.code" ||
+    fail "the client did not time out as planned: $(cat "$T/gone.code")"
 
 # ---- (7) the server stopping kills its running children ----
 sql last "$SLOW" &
