@@ -52,12 +52,13 @@ static int build_kernels(sqlite3 *db, const struct qry_report_opts *o, cJSON *do
     return rc ? rc : qry_report_rows(db, o, hm_sql_report_kernels, doc, "kernels", err);
 }
 
-/* Tables added after the first schema: a file written before one of them
- * gets an empty stand-in (temp, on this connection only), so that its
+/* Tables and columns added after the first schema: a file written before
+ * one of them gets a stand-in (temp, on this connection only), so that its
  * reports read as having none of those facts. */
-static int comm_tables(sqlite3 *db, struct hm_err *err)
+static int stand_ins(sqlite3 *db, struct hm_err *err)
 {
     static const struct { const char *table, *column, *sql; } added[] = {
+        {"step_breakdown", "forward_gpu_ns", hm_sql_report_missing_phase_gpu},
         {"process_groups", "dim", hm_sql_report_missing_process_groups},
         {"comm_exposed", "exposed_ns", hm_sql_report_missing_comm_exposed},
         {"critical_path", "compute_ns", hm_sql_report_missing_critical_path}};
@@ -76,13 +77,9 @@ static int build_steps(sqlite3 *db, const struct qry_report_opts *o, cJSON *doc,
     if (rc == 0)
         rc = qry_report_step_sources(db, doc, err);
     if (rc == 0)
-        rc = qry_report_rows(db, o,
-                             qry_has_column(db, "step_breakdown", "forward_gpu_ns")
-                                 ? hm_sql_report_step_breakdown
-                                 : hm_sql_report_step_breakdown_cpu_only,
-                             doc, "breakdown", err);
+        rc = stand_ins(db, err);
     if (rc == 0)
-        rc = comm_tables(db, err);
+        rc = qry_report_rows(db, o, hm_sql_report_step_breakdown, doc, "breakdown", err);
     return rc ? rc : qry_report_rows(db, o, hm_sql_report_steps_comm, doc, "comm_by_pg", err);
 }
 
@@ -115,7 +112,7 @@ static int build_collectives(sqlite3 *db, const struct qry_report_opts *o, cJSON
 
 static int build_comms(sqlite3 *db, const struct qry_report_opts *o, cJSON *doc, struct hm_err *err)
 {
-    int rc = comm_tables(db, err);
+    int rc = stand_ins(db, err);
 
     if (rc == 0)
         rc = qry_report_rows(db, o, hm_sql_report_comms, doc, "groups", err);
@@ -124,7 +121,7 @@ static int build_comms(sqlite3 *db, const struct qry_report_opts *o, cJSON *doc,
 
 static int build_critical_path(sqlite3 *db, const struct qry_report_opts *o, cJSON *doc, struct hm_err *err)
 {
-    int rc = comm_tables(db, err);
+    int rc = stand_ins(db, err);
 
     if (rc == 0)
         rc = qry_report_rows(db, o, hm_sql_report_path_steps, doc, "steps", err);

@@ -2,6 +2,7 @@
  * collectives by exit, the union of its computation kernels and its phase
  * annotations; then one backward walk per step number. */
 #include "critical_path.h"
+#include "phases.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -9,8 +10,8 @@
 #include "hm_sql.h"
 
 enum { SEG_WORK = 0, SEG_COMM = 1 };
-enum { PH_FWD, PH_BWD, PH_OPT, PH_OTHER };
-static const char *const phase_name[] = {"forward", "backward", "optimizer", "other"};
+static const char *const phase_name[] = {[XR_PH_FWD] = "forward", [XR_PH_BWD] = "backward",
+                                         [XR_PH_OPT] = "optimizer", [XR_PH_OTHER] = "other"};
 
 struct seg {
     int rank, kind, phase;   /* phase: SEG_WORK only */
@@ -22,7 +23,6 @@ typedef HM_VEC(struct seg) seg_vec;
 
 struct ival {
     int64_t a, b;
-    int phase;
 };
 
 /* What the walk needs of one rank. */
@@ -31,8 +31,7 @@ struct rank_facts {
     size_t ncoll;
     struct ival *comp;       /* union of its computation kernels, sorted, disjoint */
     size_t ncomp;
-    struct ival *phase;      /* its forward / backward / optimizer annotations, by start */
-    size_t nphase;
+    struct xr_phases phases; /* its forward / backward / optimizer annotations */
 };
 
 static const struct xr_ctx *sort_ctx;   /* for cmp_exit (qsort has no user pointer) */
@@ -43,20 +42,13 @@ static int cmp_exit(const void *pa, const void *pb)
     return a->exit < b->exit ? -1 : a->exit > b->exit;
 }
 
-static int cmp_ival(const void *pa, const void *pb)
-{
-    const struct ival *a = pa, *b = pb;
-    return a->a < b->a ? -1 : a->a > b->a;
-}
-
 static int facts_of(struct xr_ctx *x, const struct xr_rank *k, struct rank_facts *f)
 {
     size_t n = 0;
 
     f->coll = malloc((x->coll.n ? x->coll.n : 1) * sizeof *f->coll);
     f->comp = malloc((k->gpu.n ? k->gpu.n : 1) * sizeof *f->comp);
-    f->phase = malloc((k->annots.n ? k->annots.n : 1) * sizeof *f->phase);
-    if (!f->coll || !f->comp || !f->phase)
+    if (!f->coll || !f->comp || xr_phases_of(x, k, &f->phases))
         return HM_ENOMEM;
     for (size_t i = 0; i < x->coll.n; i++) {
         const struct xr_coll *c = &x->coll.v[i];
@@ -73,17 +65,10 @@ static int facts_of(struct xr_ctx *x, const struct xr_rank *k, struct rank_facts
             if (g->end > f->comp[n - 1].b)
                 f->comp[n - 1].b = g->end;
         } else {
-            f->comp[n++] = (struct ival){g->ts, g->end, 0};
+            f->comp[n++] = (struct ival){g->ts, g->end};
         }
     }
     f->ncomp = n;
-    for (size_t i = 0; i < k->annots.n; i++) {
-        unsigned fl = xr_str_aflags(x, k->annots.v[i].name);
-        int ph = fl & XR_A_FWD ? PH_FWD : fl & XR_A_BWD ? PH_BWD : fl & XR_A_OPT ? PH_OPT : -1;
-        if (ph >= 0 && k->annots.v[i].end > k->annots.v[i].ts)
-            f->phase[f->nphase++] = (struct ival){k->annots.v[i].ts, k->annots.v[i].end, ph};
-    }
-    xr_sort(f->phase, f->nphase, sizeof *f->phase, cmp_ival);
     return 0;
 }
 
@@ -91,7 +76,7 @@ static void facts_free(struct rank_facts *f)
 {
     free(f->coll);
     free(f->comp);
-    free(f->phase);
+    xr_phases_free(&f->phases);
 }
 
 /* Computation time of the rank within [a, b). */
@@ -113,16 +98,6 @@ static int64_t compute_within(const struct rank_facts *f, int64_t a, int64_t b)
             s += q - p;
     }
     return s;
-}
-
-/* The phase the rank's CPU was in at t: the latest started one holding it. */
-static int phase_at(const struct rank_facts *f, int64_t t)
-{
-    int ph = PH_OTHER;
-    for (size_t i = 0; i < f->nphase && f->phase[i].a <= t; i++)
-        if (f->phase[i].b > t)
-            ph = f->phase[i].phase;
-    return ph;
 }
 
 static int cmp_i64(const void *pa, const void *pb)
@@ -150,16 +125,26 @@ static int push_work(seg_vec *path, int rank, const struct rank_facts *f, int64_
 
     if (b <= a)
         return 0;
-    cuts = malloc((2 * f->nphase + 2) * sizeof *cuts);
+    cuts = malloc((2 * f->phases.n + 2) * sizeof *cuts);
     if (!cuts)
         return HM_ENOMEM;
     cuts[n++] = a;
     cuts[n++] = b;
-    for (size_t i = 0; i < f->nphase && f->phase[i].a < b; i++) {
-        if (f->phase[i].a > a)
-            cuts[n++] = f->phase[i].a;
-        if (f->phase[i].b > a && f->phase[i].b < b)
-            cuts[n++] = f->phase[i].b;
+    /* max_end never falls: phases before the first whose max_end passes a
+     * all ended by a. */
+    size_t lo = 0, hi = f->phases.n;
+    while (lo < hi) {
+        size_t m = (lo + hi) / 2;
+        if (f->phases.v[m].max_end <= a)
+            lo = m + 1;
+        else
+            hi = m;
+    }
+    for (size_t i = lo; i < f->phases.n && f->phases.v[i].ts < b; i++) {
+        if (f->phases.v[i].ts > a)
+            cuts[n++] = f->phases.v[i].ts;
+        if (f->phases.v[i].end > a && f->phases.v[i].end < b)
+            cuts[n++] = f->phases.v[i].end;
     }
     qsort(cuts, n, sizeof *cuts, cmp_i64);
     for (size_t i = 0; i < n; i++)   /* unique */
@@ -167,8 +152,8 @@ static int push_work(seg_vec *path, int rank, const struct rank_facts *f, int64_
             cuts[m++] = cuts[i];
     for (size_t i = m - 1; i > 0 && rc == 0;) {
         int64_t q = cuts[i], p;
-        int ph = phase_at(f, cuts[i - 1]);
-        while (i > 1 && phase_at(f, cuts[i - 2]) == ph)
+        int ph = xr_phase_at(&f->phases, cuts[i - 1]);
+        while (i > 1 && xr_phase_at(&f->phases, cuts[i - 2]) == ph)
             i--;
         p = cuts[i - 1];
         i--;
@@ -240,7 +225,7 @@ static int walk(struct xr_ctx *x, const struct rank_facts *facts, int64_t number
         in = &x->inst.v[c->inst];
         rc = push_work(path, rank, f, c->exit, t);
         if (rc == 0 && c->exit > in->last_enter)
-            rc = push(path, (struct seg){rank, SEG_COMM, PH_OTHER, (size_t)c->inst, in->last_enter, c->exit, 0});
+            rc = push(path, (struct seg){rank, SEG_COMM, XR_PH_OTHER, (size_t)c->inst, in->last_enter, c->exit, 0});
         next = in->late_rank >= 0 ? in->late_rank : rank;
         if (in->last_enter >= t)
             break;   /* no progress: a clock that runs backwards */

@@ -3,61 +3,9 @@
  * phase that time falls in; per (step, phase) the ops' intervals are
  * merged as they come, in start order. */
 #include "phase_gpu.h"
+#include "phases.h"
 
 #include <stdlib.h>
-
-struct phase {
-    int64_t ts, end, max_end;   /* max_end: the largest end of this and earlier phases */
-    int kind;                   /* XR_PG_* */
-};
-
-static int cmp_phase(const void *pa, const void *pb)
-{
-    const struct phase *a = pa, *b = pb;
-    return a->ts < b->ts ? -1 : a->ts > b->ts;
-}
-
-/* The phases of k, sorted by start; *n of them. NULL when there are none
- * (or no memory: *n is then -1). */
-static struct phase *phases_of(struct xr_ctx *x, const struct xr_rank *k, long *n)
-{
-    struct phase *p = malloc((k->annots.n ? k->annots.n : 1) * sizeof *p);
-    long m = 0;
-
-    if (!p) {
-        *n = -1;
-        return NULL;
-    }
-    for (size_t i = 0; i < k->annots.n; i++) {
-        unsigned f = xr_str_aflags(x, k->annots.v[i].name);
-        int kind = f & XR_A_FWD ? XR_PG_FWD : f & XR_A_BWD ? XR_PG_BWD : f & XR_A_OPT ? XR_PG_OPT : -1;
-        if (kind >= 0 && k->annots.v[i].end > k->annots.v[i].ts)
-            p[m++] = (struct phase){k->annots.v[i].ts, k->annots.v[i].end, 0, kind};
-    }
-    xr_sort(p, (size_t)m, sizeof *p, cmp_phase);
-    for (long i = 0; i < m; i++)
-        p[i].max_end = i && p[i - 1].max_end > p[i].end ? p[i - 1].max_end : p[i].end;
-    *n = m;
-    return p;
-}
-
-/* The innermost (latest started) phase holding t, or XR_PG_OTHER. */
-static int phase_at(const struct phase *p, long n, int64_t t)
-{
-    long lo = 0, hi = n;
-
-    while (lo < hi) {   /* first phase starting after t */
-        long m = (lo + hi) / 2;
-        if (p[m].ts <= t)
-            lo = m + 1;
-        else
-            hi = m;
-    }
-    for (long i = lo - 1; i >= 0 && p[i].max_end > t; i--)
-        if (p[i].end > t)
-            return p[i].kind;
-    return XR_PG_OTHER;
-}
 
 /* The step (index) whose range holds t, or -1. Steps are sorted and disjoint. */
 static long step_at(const struct xr_rank *k, int64_t t)
@@ -76,17 +24,15 @@ static long step_at(const struct xr_rank *k, int64_t t)
 
 int xr_phase_gpu(struct xr_ctx *x, const struct xr_rank *k, int64_t (*out)[XR_PG__COUNT])
 {
-    long nphase = 0;
-    struct phase *p = NULL;
+    struct xr_phases p = {0};
     int64_t *launch = NULL, (*merged_end)[XR_PG__COUNT] = NULL;
     int rc = HM_ENOMEM;
 
     if (!k->steps.n || !k->gpu.n)
         return 0;
-    p = phases_of(x, k, &nphase);
     launch = malloc(k->gpu.n * sizeof *launch);
     merged_end = calloc(k->steps.n, sizeof *merged_end);
-    if (nphase < 0 || !launch || !merged_end)
+    if (xr_phases_of(x, k, &p) || !launch || !merged_end)
         goto out;
     for (size_t i = 0; i < k->gpu.n; i++)
         launch[i] = k->gpu.v[i].ts;
@@ -104,7 +50,7 @@ int xr_phase_gpu(struct xr_ctx *x, const struct xr_rank *k, int64_t (*out)[XR_PG
 
         if (s < 0 || g->end <= g->ts)
             continue;
-        ph = phase_at(p, nphase, launch[i]);
+        ph = xr_phase_at(&p, launch[i]);
         end = &merged_end[s][ph];
         if (g->ts >= *end)
             out[s][ph] += g->end - g->ts;
@@ -115,7 +61,7 @@ int xr_phase_gpu(struct xr_ctx *x, const struct xr_rank *k, int64_t (*out)[XR_PG
     }
     rc = 0;
 out:
-    free(p);
+    xr_phases_free(&p);
     free(launch);
     free(merged_end);
     return rc;

@@ -10,8 +10,11 @@
 #define HM_ANALYSIS_CROSS_RANK_PHASE_GPU_H
 
 #include "cross_rank_int.h"
+#include "phases.h"
 
-enum { XR_PG_FWD, XR_PG_BWD, XR_PG_OPT, XR_PG_OTHER, XR_PG__COUNT };
+/* Indexed by the phase kinds of phases.h. */
+enum { XR_PG_FWD = XR_PH_FWD, XR_PG_BWD = XR_PH_BWD, XR_PG_OPT = XR_PH_OPT, XR_PG_OTHER = XR_PH_OTHER,
+       XR_PG__COUNT };
 
 /* Fills out[i][phase] (ns) for each of k's steps (k->steps.n rows, zeroed
  * by the caller). Returns 0 or HM_ENOMEM. */
