@@ -266,8 +266,22 @@ static int write_files(struct mrg_writer *w, int rank, const struct rank_state *
     return 0;
 }
 
-/* Strings (new ones only), ranks and tracks (rewritten: they are few and
- * their names and clocks may change). files: also the per-file rows,
+/* Strings (new ones only) and one rank's row and tracks: what reading the
+ * rank back joins on, at a cost that does not grow with the ranks. */
+int wr_write_rank_dimensions(struct mrg_writer *w, int rank, struct hm_err *err)
+{
+    int rc;
+
+    if (w->state == WR_REOPENED)
+        return 0;
+    rc = write_strings(w, err);
+    if (rc == 0)
+        rc = write_rank_row(w, rank, &w->ranks[rank], err);
+    return rc ? rc : write_tracks(w, rank, &w->ranks[rank], err);
+}
+
+/* Strings (new ones only), ranks and tracks (rewritten: their names and
+ * clocks may change). files: also the per-file rows,
  * which are written once, at the end. */
 int wr_write_dimensions(struct mrg_writer *w, int files, struct hm_err *err)
 {

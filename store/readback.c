@@ -88,10 +88,17 @@ static int load_slices(struct mrg_writer *w, int rank, struct hm_batch *b, int64
         return wr_fail_sql(w, err, "loading a rank");
     }
     HM_COLUMNS_CHECK(st, load_slice_names);
-    sqlite3_bind_int(st, 1, rank);
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-        if (read_slice(w, st, b, ids, &cap, map))
-            break;
+    rc = SQLITE_DONE;
+    for (size_t k = 0; k < w->ranks[rank].slice_spans.n && rc == SQLITE_DONE; k++) {
+        const struct id_span *sp = &w->ranks[rank].slice_spans.v[k];
+        sqlite3_reset(st);
+        sqlite3_bind_int(st, 1, rank);
+        sqlite3_bind_int64(st, 2, sp->first);
+        sqlite3_bind_int64(st, 3, sp->first + sp->n - 1);
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+            if (read_slice(w, st, b, ids, &cap, map))
+                break;
+    }
     sqlite3_finalize(st);
     free(map);
     if (rc == SQLITE_ROW)
@@ -182,7 +189,7 @@ int mrg_writer_load_rank(struct mrg_writer *w, int rank, struct hm_batch **out, 
         return rc;
     if (rank < 0 || rank >= w->nranks || !w->ranks[rank].known || !w->ranks[rank].batches)
         return HM_EEMPTY;
-    rc = wr_write_dimensions(w, 0, err);
+    rc = wr_write_rank_dimensions(w, rank, err);
     if (rc)
         return rc;
     b = hm_batch_new();

@@ -245,6 +245,23 @@ static int insert_counters_steps(struct mrg_writer *w, struct bctx *c, struct hm
 }
 
 /* Prepares the per-batch context: rank state, string map, tracks, base. */
+/* Remembers where a rank's slices went, so that reading the rank back
+ * visits its own rows only (the table has no index by rank yet). */
+static int note_span(struct rank_state *r, int64_t first, int64_t n)
+{
+    struct id_span *last = r->slice_spans.n ? &r->slice_spans.v[r->slice_spans.n - 1] : NULL;
+
+    if (last && last->first + last->n == first) {
+        last->n += n;
+        return 0;
+    }
+    last = HM_VEC_PUSH(r->slice_spans);
+    if (!last)
+        return -1;
+    *last = (struct id_span){first, n};
+    return 0;
+}
+
 static int batch_begin(struct mrg_writer *w, const struct hm_batch *b, struct bctx *c,
                        struct hm_err *err)
 {
@@ -265,7 +282,9 @@ static int batch_begin(struct mrg_writer *w, const struct hm_batch *b, struct bc
               : b->info.base_time_ns != HM_NONE ? b->info.base_time_ns : 0;
     c->first = w->next_slice;
     w->next_slice += (int64_t)b->slices.n;
-    return 0;
+    return b->slices.n && note_span(c->r, c->first, (int64_t)b->slices.n)
+               ? wr_fail(w, err, HM_ENOMEM, c->rank, "out of memory")
+               : 0;
 }
 
 int mrg_writer_add_batch(struct mrg_writer *w, const struct hm_batch *b, struct hm_err *err)

@@ -306,6 +306,7 @@ void wr_free(struct mrg_writer *w)
     for (int i = 0; i < w->nranks; i++) {
         HM_VEC_FREE(w->ranks[i].tracks);
         HM_VEC_FREE(w->ranks[i].files);
+        HM_VEC_FREE(w->ranks[i].slice_spans);
     }
     free(w->ranks);
     hm_strtab_free(w->strings);

@@ -62,6 +62,11 @@ struct rank_clock {
 };
 
 /* What the writer knows about one rank; becomes its ranks/tracks/files rows. */
+/* Consecutive slices.id values [first, first + n). */
+struct id_span {
+    int64_t first, n;
+};
+
 struct rank_state {
     int known;               /* 1 once any call named the rank */
     int complete;            /* -1: not set, then "has a batch" */
@@ -75,6 +80,7 @@ struct rank_state {
     hm_strid host, backend, rank_source, pg_config, device_props, nccl_version, trace_meta;
     HM_VEC(struct rank_track) tracks;
     HM_VEC(struct rank_file) files;
+    HM_VEC(struct id_span) slice_spans;  /* slices.id of its batches, in order */
 };
 
 /* Scratch for one add_batch call, reused across calls (owned by the writer). */
@@ -178,6 +184,7 @@ int wr_merge_file(struct mrg_writer *w, struct bctx *c);
 int wr_prepare_slice_insert(struct mrg_writer *w, int rows, sqlite3_stmt **st);
 /* Strings (new ones), ranks and tracks; files: also the per-file rows. */
 int wr_write_dimensions(struct mrg_writer *w, int files, struct hm_err *err);
+int wr_write_rank_dimensions(struct mrg_writer *w, int rank, struct hm_err *err);
 void wr_take_reserve(struct mrg_writer *w);
 
 #endif
