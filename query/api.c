@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "heatmap.h"
+#include "search.h"
 #include "hm_sql.h"
 #include "report.h"
 #include "report_int.h"
@@ -239,44 +241,14 @@ static int api_topics(struct qry_call *c)
     return reply_doc(c, doc);
 }
 
-/* /api/timeline?t0=&t1=&px=&ranks= (ns since the run's origin). */
-static int api_timeline(struct qry_dbh *h, struct qry_call *c)
-{
-    int ranks[QRY_MAX_RANKS], nranks;
-    int64_t origin, end, t0 = 0, t1, px = API_PX_DEFAULT;
-    const int64_t lim = INT64_C(1) << 62;
-    struct qry_buf out = {0};
-    struct hm_err err;
-    bool fresh;
-    struct qry_lod *lod = need_lod(h, c, &fresh);
-
-    if (!lod)
-        return -1;
-    hm_err_clear(&err);
-    qry_lod_extent(lod, &origin, &end);
-    t1 = end > origin ? end - origin : 1;
-    if (param_i64(c, "t0", -lim, lim, &t0) || param_i64(c, "t1", -lim, lim, &t1) ||
-        param_i64(c, "px", 1, QRY_MAX_PX, &px) || param_ranks(c, ranks, &nranks))
-        return -1;
-    if (t1 <= t0)
-        return reply_error(c, 400, "bad window: t1 (%lld) must be after t0 (%lld)", (long long)t1, (long long)t0);
-    struct qry_window w = {t0, t1, (int)px, nranks >= 0 ? ranks : NULL, nranks};
-    if (qry_timeline(lod, &w, &out, &err) != 0) {
-        qry_buf_free(&out);
-        return reply_error(c, 500, "timeline: %s", err.msg);
-    }
-    c->cacheable = fresh;
-    reply_text(c, 200, out.p);
-    return 0;
-}
-
-/* How many of the two stitched NVTX tables the file has. */
-static int64_t q_has_nvtx(sqlite3 *db)
+/* Column n of a one-row count query (0 when it fails): how many of the two
+ * stitched NVTX tables the file has, how many ranks. */
+static int64_t q_count(sqlite3 *db, const char *sql)
 {
     sqlite3_stmt *st = NULL;
     int64_t n = 0;
 
-    if (sqlite3_prepare_v2(db, hm_sql_timeline_nvtx_has, -1, &st, NULL) == SQLITE_OK) {
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) {
         HM_COLUMNS_CHECK(st, nvtx_has_names);
         if (sqlite3_step(st) == SQLITE_ROW)
             n = sqlite3_column_int64(st, NVTX_HAS_TABLES);
@@ -284,6 +256,108 @@ static int64_t q_has_nvtx(sqlite3 *db)
     sqlite3_finalize(st);
     return n;
 }
+
+/* A window request's common parameters: t0 and t1 (ns from the run's
+ * origin, default the whole run) and ranks= (*nranks -1 when absent).
+ * 0, or -1 after an error answer. */
+struct win_params {
+    struct qry_lod *lod;
+    bool fresh;
+    int64_t origin, t0, t1;
+    int ranks[QRY_MAX_RANKS], nranks;
+};
+
+static int window_params(struct qry_dbh *h, struct qry_call *c, struct win_params *p)
+{
+    const int64_t lim = INT64_C(1) << 62;
+    int64_t end;
+
+    if (!(p->lod = need_lod(h, c, &p->fresh)))
+        return -1;
+    qry_lod_extent(p->lod, &p->origin, &end);
+    p->t0 = 0;
+    p->t1 = end > p->origin ? end - p->origin : 1;
+    if (param_i64(c, "t0", -lim, lim, &p->t0) || param_i64(c, "t1", -lim, lim, &p->t1) ||
+        param_ranks(c, p->ranks, &p->nranks))
+        return -1;
+    if (p->t1 <= p->t0)
+        return reply_error(c, 400, "bad window: t1 (%lld) must be after t0 (%lld)", (long long)p->t1,
+                           (long long)p->t0);
+    return 0;
+}
+
+/* Sends a built answer, or a 500 naming what failed. */
+static int reply_built(struct qry_call *c, int rc, struct qry_buf *out, bool fresh, const char *what,
+                       const struct hm_err *err)
+{
+    if (rc != 0) {
+        qry_buf_free(out);
+        return reply_error(c, 500, "%s: %s", what, err->msg);
+    }
+    c->cacheable = fresh;
+    reply_text(c, 200, out->p);
+    return 0;
+}
+
+/* /api/timeline?t0=&t1=&px=&ranks= (ns since the run's origin). */
+static int api_timeline(struct qry_dbh *h, struct qry_call *c)
+{
+    struct win_params p;
+    int64_t px = API_PX_DEFAULT;
+    struct qry_buf out = {0};
+    struct hm_err err;
+
+    hm_err_clear(&err);
+    if (window_params(h, c, &p) || param_i64(c, "px", 1, QRY_MAX_PX, &px))
+        return -1;
+    if (p.nranks > QRY_TIMELINE_MAX_RANKS)
+        return reply_error(c, 400, "ranks= names %d ranks; a timeline request takes at most %d (whole runs: "
+                           "/api/heatmap)", p.nranks, QRY_TIMELINE_MAX_RANKS);
+    if (p.nranks < 0 && q_count(h->db, hm_sql_serve_rank_count) > QRY_TIMELINE_MAX_RANKS)
+        return reply_error(c, 400, "this run has more than %d ranks: name the ranks to draw, e.g. ranks=0-%d "
+                           "(whole runs: /api/heatmap)", QRY_TIMELINE_MAX_RANKS, QRY_TIMELINE_MAX_RANKS - 1);
+    struct qry_window w = {p.t0, p.t1, (int)px, p.nranks >= 0 ? p.ranks : NULL, p.nranks};
+    return reply_built(c, qry_timeline(p.lod, &w, &out, &err), &out, p.fresh, "timeline", &err);
+}
+
+/* /api/heatmap: ranks x time shares of busy and communication (heatmap.h). */
+static int api_heatmap(struct qry_dbh *h, struct qry_call *c)
+{
+    struct win_params p;
+    int64_t cols = 512, rows = 0;
+    struct qry_buf out = {0};
+    struct hm_err err;
+
+    hm_err_clear(&err);
+    if (window_params(h, c, &p) || param_i64(c, "cols", 1, QRY_HEAT_MAX_COLS, &cols) ||
+        param_i64(c, "rows", 1, QRY_HEAT_MAX_ROWS, &rows))
+        return -1;
+    struct qry_heat_req q = {p.origin, p.t0, p.t1, (int)cols, p.nranks >= 0 ? p.ranks : NULL, p.nranks, (int)rows};
+    return reply_built(c, qry_heatmap(h->db, &q, &out, &err), &out, p.fresh, "heatmap", &err);
+}
+
+/* /api/search?q=: the viewer's jump box (search.h). */
+static int api_search(struct qry_dbh *h, struct qry_call *c)
+{
+    const char *q = qry_call_param(c, "q");
+    int64_t origin, end;
+    struct hm_err err;
+    bool fresh;
+    cJSON *doc;
+    struct qry_lod *lod = need_lod(h, c, &fresh);
+
+    if (!lod)
+        return -1;
+    if (!q)
+        return reply_error(c, 400, "search needs q=TEXT (a rank, \"step N\", \"PG:SEQ\", \"OP SEQ\" or a name)");
+    hm_err_clear(&err);
+    qry_lod_extent(lod, &origin, &end);
+    if (!(doc = qry_search(h->db, q, origin, &err)))
+        return reply_error(c, err.code == HM_EINVAL ? 400 : 500, "%s", err.msg);
+    c->cacheable = fresh;
+    return reply_doc(c, doc);
+}
+
 
 static int64_t origin_of(struct qry_dbh *h, struct qry_call *c, bool *ok)
 {
@@ -435,7 +509,7 @@ static int api_nvtx(struct qry_dbh *h, struct qry_call *c, const char *ids)
     args[1] = origin_of(h, c, &ok);
     if (!ok)
         return -1;
-    if (q_has_nvtx(h->db) < 2)
+    if (q_count(h->db, hm_sql_timeline_nvtx_has) < 2)
         return reply_error(c, 404, "this file has no stitched NVTX ranges");
     if (!(rows = qry_rows(h->db, hm_sql_timeline_nvtx_range, args, 2, &err)))
         return reply_error(c, 500, "%s", err.msg);
@@ -551,6 +625,10 @@ void qry_api_dispatch(struct qry_dbh *h, struct qry_call *c)
         api_ranks(h, c);
     else if (!strcmp(p, "timeline"))
         api_timeline(h, c);
+    else if (!strcmp(p, "search"))
+        api_search(h, c);
+    else if (!strcmp(p, "heatmap"))
+        api_heatmap(h, c);
     else if (!strcmp(p, "topics"))
         api_topics(c);
     else if (!strncmp(p, "report/", 7))

@@ -20,6 +20,10 @@
 
 #define QRY_MAX_RANKS 4096   /* ranks in one ?ranks= list */
 #define QRY_MAX_PX 8192      /* pixel columns in one timeline request */
+/* Ranks in one timeline request: a whole-run answer stays under about
+ * 1 MB (16 ranks of 3 tracks and 1,024 slices each: 0.6 MB), and the
+ * viewer draws few more expanded ranks at once. */
+#define QRY_TIMELINE_MAX_RANKS 16
 
 /* Parses a whole decimal integer within [lo, hi]; 0 or -1 (empty, junk,
  * out of range). */

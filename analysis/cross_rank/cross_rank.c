@@ -25,6 +25,7 @@
 #include "store/writer.h"
 #include "comm_groups.h"
 #include "critical_path.h"
+#include "rank_activity.h"
 #include "nvtx_stitch.h"
 #include "step_breakdown.h"
 #include "stragglers.h"
@@ -595,6 +596,7 @@ static int run_stages(struct xr_ctx *x, struct mrg_writer *w, struct hm_err *err
     STAGE(xr_step_breakdown(x, err));
     STAGE(xr_comm_groups(x, err));
     STAGE(xr_critical_path(x, err));
+    STAGE(xr_rank_activity(x, err));
     return rc;
 }
 
@@ -631,7 +633,8 @@ int xr_clear(struct mrg_writer *w, struct hm_err *err)
     static const char *const tables[] = {"collective_instance_ranks", "collective_instances",
                                          "clock_checks", "straggler_verdicts",
                                          "nvtx_stitched_ranks", "nvtx_stitched", "step_breakdown",
-                                         "comm_exposed", "process_groups", "critical_path"};
+                                         "comm_exposed", "process_groups", "critical_path",
+                                         "rank_activity"};
     char sql[64];
 
     for (size_t i = 0; i < sizeof tables / sizeof *tables; i++) {

@@ -37,3 +37,16 @@ CREATE TABLE IF NOT EXISTS critical_path (
     compute_ns INTEGER,  -- work: time a computation kernel of the rank ran inside it (the rest is host: CPU, launch gaps)
     instance   INTEGER   -- comm: -> collective_instances.id
 );
+
+-- Each rank's activity in equal time buckets over the run
+-- (analysis/cross_rank/rank_activity.h): what whole-run views draw (the
+-- viewer's heat map, /api/heatmap) instead of reading slices.
+CREATE TABLE IF NOT EXISTS rank_activity (
+    rank      INTEGER PRIMARY KEY,  -- -> ranks.rank
+    origin_ns INTEGER,  -- aligned start of bucket 0 (the same for every rank)
+    bucket_ns INTEGER,  -- bucket width
+    buckets   INTEGER,  -- buckets in each blob
+    busy      BLOB,     -- a byte per bucket: its share (0..255) in which the rank worked: a kernel or copy on any of its GPU streams; without GPU streams, annotated work or a collective
+    comm      BLOB,     -- a byte per bucket: its share in which the rank communicated: communication kernels; without GPU streams, collectives
+    longest_ns INTEGER  -- the longest interval counted: bounds the scan of a window's slices from below
+);
