@@ -22,6 +22,9 @@ static const char serve_help[] =
     "                          or ?token=TOKEN); needed to bind a non-loopback\n"
     "                          address. Also read from HTAMERGE_TOKEN.\n"
     "      --timeout S         drop connections idle for S seconds (default 30)\n"
+    "      --memory MB         memory budget (default 512): the file's cache and\n"
+    "                          map, and the timeline's per-track state, least\n"
+    "                          recently drawn tracks dropped past it\n"
     "\n"
     "Web files come from $HTAMERGE_WEB_DIR when set, else from\n"
     "share/htamerge/web_static beside an installed binary (<bin>/../share/...)\n"
@@ -45,7 +48,8 @@ int cli_serve(int argc, char **argv)
 {
     static const struct option longopts[] = {
         {"listen", required_argument, 0, 'l'}, {"token", required_argument, 0, 't'},
-        {"timeout", required_argument, 0, 'T'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+        {"timeout", required_argument, 0, 'T'}, {"memory", required_argument, 0, 'M'},
+        {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     struct qry_serve_opts o = {.token = getenv("HTAMERGE_TOKEN"), .log = stderr};
     struct hm_err err;
     char line[1400];
@@ -60,6 +64,13 @@ int cli_serve(int argc, char **argv)
             o.timeout_s = atoi(optarg);
             if (o.timeout_s < 1 || o.timeout_s > 3600) {
                 hm_say("serve: bad --timeout '%s' (1 to 3600 seconds)", optarg);
+                return CLI_EXIT_USAGE;
+            }
+            break;
+        case 'M':
+            o.memory_mb = atoi(optarg);
+            if (o.memory_mb < 64 || o.memory_mb > 1048576) {
+                hm_say("serve: bad --memory '%s' (64 to 1048576 MiB)", optarg);
                 return CLI_EXIT_USAGE;
             }
             break;

@@ -51,9 +51,15 @@ int qry_dbh_open(struct qry_dbh *h, const char *path, struct hm_err *err)
     h->db = qry_open(path, err);
     if (!h->db)
         return err->code;
-    /* Timeline windows read rows all over a large file: map it instead of
-     * copying pages through read(), and keep more of it cached. */
-    sqlite3_exec(h->db, "PRAGMA mmap_size = 1073741824; PRAGMA cache_size = -65536", NULL, NULL, NULL);
+    /* Timeline windows read rows all over a large file: map a quarter of the
+     * budget of it instead of copying pages through read(), and cache an
+     * eighth (mapped pages count in the server's resident memory). */
+    char pragmas[128];
+    if (h->memory_mb <= 0)
+        h->memory_mb = QRY_MEMORY_MB_DEFAULT;
+    snprintf(pragmas, sizeof pragmas, "PRAGMA mmap_size = %lld; PRAGMA cache_size = -%lld",
+             (long long)h->memory_mb * 1048576 / 4, (long long)h->memory_mb * 1024 / 8);
+    sqlite3_exec(h->db, pragmas, NULL, NULL, NULL);
     h->dev = sb.st_dev;
     h->ino = sb.st_ino;
     h->data_version = data_version(h->db);
@@ -87,7 +93,7 @@ struct qry_lod *qry_dbh_lod(struct qry_dbh *h, bool *fresh, struct hm_err *err)
         h->lod = NULL;
     }
     if (!h->lod) {
-        h->lod = qry_lod_new(h->db, err);
+        h->lod = qry_lod_new(h->db, (size_t)h->memory_mb * 1048576 / 4, err);
         h->lod_version = h->version;
         h->lod_time = t;
     }

@@ -70,12 +70,14 @@ struct qry_lod;
 /* Creates the state for db (borrowed; must outlive it). Sets up the temp
  * views the timeline reads, or, when the file has no slices_track_ts index
  * yet (a live run), a temp copy with that index. NULL with err filled. */
-struct qry_lod *qry_lod_new(sqlite3 *db, struct hm_err *err);
+struct qry_lod *qry_lod_new(sqlite3 *db, size_t budget_bytes, struct hm_err *err);
 void qry_lod_free(struct qry_lod *lod);
 
 /* The run's first slice start and last slice end, aligned ns; both 0 when
  * the file has no slices. */
 void qry_lod_extent(const struct qry_lod *lod, int64_t *origin_ns, int64_t *end_ns);
+/* Bytes the tracks' state holds now (for tests and the budget's checks). */
+size_t qry_lod_held_bytes(const struct qry_lod *lod);
 
 /* One timeline request. Times are ns relative to the origin. */
 struct qry_window {
@@ -134,7 +136,12 @@ struct qry_dbh {
     int64_t data_version;    /* last PRAGMA data_version of db */
     dev_t dev;               /* identity of the open file */
     ino_t ino;
+    int memory_mb;           /* the server's budget (qry_serve_opts); 0 before open: the default */
 };
+
+/* The server's memory budget by default: the file's cache and map, and the
+ * timeline's state, are shares of it (dbh.c). */
+#define QRY_MEMORY_MB_DEFAULT 512
 
 /* Opens path read-only (qry_open); 0 or an HM_E* code with err filled. */
 int qry_dbh_open(struct qry_dbh *h, const char *path, struct hm_err *err);

@@ -405,6 +405,7 @@ int qry_serve(const struct qry_serve_opts *o, struct hm_err *err)
     int rc = check_listen(&s, err);
     char web[PATH_MAX];
 
+    s.dbh.memory_mb = o->memory_mb;
     if (rc == 0)
         rc = qry_dbh_open(&s.dbh, o->db_path, err);
     if (rc == 0)

@@ -14,6 +14,7 @@ struct qry_serve_opts {
     const char *token;     /* required by /api/ when set; required to bind a non-loopback address */
     int timeout_s;         /* idle connection timeout; 0 = 30 */
     FILE *log;             /* where the "serving at" line and errors go; NULL = stderr */
+    int memory_mb;         /* memory budget; 0 = QRY_MEMORY_MB_DEFAULT (512) */
 };
 
 /* Serves until SIGINT or SIGTERM; 0 then. A refused setup (bad address,

@@ -24,7 +24,12 @@
  * 2 bytes per slice for the pyramid plus the wide slices. A request runs in
  * one read transaction.
  *
- * While the slices loaded so far fit a budget (LOD_MEM_DEFAULT_MB, or
+ * The tracks' state (pyramids, wide slices, kept slices) stays within a
+ * byte budget (qry_lod_new): past it, the tracks least recently drawn are
+ * dropped and rebuilt if drawn again, so the server's memory does not grow
+ * with the ranks a user visits.
+ *
+ * While the slices loaded so far fit half that budget (or
  * HTAMERGE_TIMELINE_MEMORY_MB; 0 turns it off), a track also keeps every
  * slice in memory, 32 bytes each, with what drawing needs, and its range
  * look-ups are a bisection instead of SQL: a window of 20 000 drawn slices
@@ -84,7 +89,6 @@ static const char *const nvtx_names[] = {NVTX_COLUMNS(HM_COLUMN_NAME)};
 #define LOD_MAX_LEV 64
 #define LOD_L0_MAX (1u << 22)      /* level-0 buckets per track at most */
 #define LOD_ROW_CAP 200000         /* rows read for one track in one window */
-#define LOD_MEM_DEFAULT_MB 1024    /* slices kept in memory, all tracks together */
 
 /* A slice as drawn; name and coll are 0 when NULL. */
 struct lod_row {
@@ -120,6 +124,8 @@ struct lod_track {
     struct lod_wide *wide;       /* owned, by ts */
     size_t nwide;
     struct lod_slice *mem;       /* owned, by ts: every slice, or NULL (SQL path) */
+    size_t bytes;                /* what the above hold */
+    uint64_t used;               /* the request that last drew it (qry_lod.tick) */
 };
 
 /* A rank's part of a stitched NVTX range; maxend as in lod_wide, within
@@ -147,6 +153,8 @@ struct qry_lod {
     bool nv_loaded;
     bool covers;                 /* slices_track_ts covers depth, name, cat */
     size_t mem_left;             /* slices that may still be kept in memory */
+    size_t budget, bytes;        /* the tracks' state: allowed, held */
+    uint64_t tick;               /* requests so far */
     int64_t *coll_slice, *coll_id;   /* owned: slice -> collectives row, by slice */
     size_t ncoll;
     bool colls_loaded;
@@ -156,6 +164,7 @@ struct qry_lod {
 /* One request's scratch: per-column accumulators and the name table. */
 struct lod_req {
     struct qry_lod *lod;
+    uint64_t tick;               /* this request's number */
     const struct qry_window *win;
     int64_t a, b;                /* window, absolute ns */
     double w;                    /* column width, ns */
@@ -232,19 +241,20 @@ static int prepare_all(struct qry_lod *l, struct hm_err *err)
     return 0;
 }
 
-/* Slices the tracks may keep in memory, from the budget in MiB. */
-static size_t mem_budget(void)
+/* Slices the tracks may keep in memory: half the budget, or
+ * HTAMERGE_TIMELINE_MEMORY_MB. */
+static size_t mem_budget(size_t budget)
 {
     const char *v = getenv("HTAMERGE_TIMELINE_MEMORY_MB");
     char *end = NULL;
-    double mb = v && *v ? strtod(v, &end) : LOD_MEM_DEFAULT_MB;
+    double mb = v && *v ? strtod(v, &end) : -1;
 
-    if (v && *v && (*end || mb < 0))
-        mb = LOD_MEM_DEFAULT_MB;   /* a malformed value keeps the default */
+    if (!v || !*v || *end || mb < 0)
+        return budget / 2 / sizeof(struct lod_slice);   /* unset or malformed: the default */
     return (size_t)(mb * 1048576.0 / sizeof(struct lod_slice));
 }
 
-struct qry_lod *qry_lod_new(sqlite3 *db, struct hm_err *err)
+struct qry_lod *qry_lod_new(sqlite3 *db, size_t budget, struct hm_err *err)
 {
     struct qry_lod *l = calloc(1, sizeof *l);
     bool indexed;
@@ -255,7 +265,8 @@ struct qry_lod *qry_lod_new(sqlite3 *db, struct hm_err *err)
         return NULL;
     }
     l->db = db;
-    l->mem_left = mem_budget();
+    l->budget = budget;
+    l->mem_left = mem_budget(budget);
     indexed = q_i64(db, hm_sql_timeline_has_index, count_names, CT_N, 0) > 0;
     l->covers = indexed && q_i64(db, hm_sql_timeline_index_covers, count_names, CT_N, 0) == 3;
     rc = sqlite3_exec(db, indexed ? hm_sql_timeline_setup_views : hm_sql_timeline_setup_copy, NULL, NULL,
@@ -285,6 +296,21 @@ static void track_clear(struct lod_track *t)
     free(t->mem);
 }
 
+/* Back to "not built": what it held is given back. */
+static void track_unbuild(struct qry_lod *l, struct lod_track *t)
+{
+    int64_t id = t->id;
+    int rank = t->rank;
+
+    if (t->mem)
+        l->mem_left += t->n;
+    l->bytes -= t->bytes;
+    track_clear(t);
+    memset(t, 0, sizeof *t);
+    t->id = id;
+    t->rank = rank;
+}
+
 void qry_lod_free(struct qry_lod *l)
 {
     if (!l)
@@ -303,6 +329,11 @@ void qry_lod_free(struct qry_lod *l)
     sqlite3_finalize(l->row1);
     sqlite3_finalize(l->str);
     free(l);
+}
+
+size_t qry_lod_held_bytes(const struct qry_lod *l)
+{
+    return l->bytes;
 }
 
 void qry_lod_extent(const struct qry_lod *l, int64_t *origin_ns, int64_t *end_ns)
@@ -536,15 +567,30 @@ static int track_build(struct qry_lod *l, struct lod_track *t, struct hm_err *er
         }
     }
     free(s.v);
-    if (rc != 0) {   /* back to "not built", so a later request retries */
-        int64_t id = t->id;
-        int rank = t->rank;
-        track_clear(t);
-        memset(t, 0, sizeof *t);
-        t->id = id;
-        t->rank = rank;
-    }
+    t->bytes = t->nwide * sizeof *t->wide + (t->mem ? t->n * sizeof *t->mem : 0);
+    for (int k = 0; k < t->nlev; k++)
+        t->bytes += t->nb[k] * (sizeof *t->cnt[k] + sizeof *t->busy[k]);
+    l->bytes += t->bytes;
+    if (rc != 0)   /* so a later request retries */
+        track_unbuild(l, t);
     return rc;
+}
+
+/* Drops the tracks least recently drawn, not by this request (tick), until
+ * the tracks' state fits the budget again or only this request's remains. */
+static void evict(struct qry_lod *l, uint64_t tick)
+{
+    while (l->bytes > l->budget) {
+        struct lod_track *old = NULL;
+        for (size_t i = 0; i < l->ntracks; i++) {
+            struct lod_track *t = &l->tracks[i];
+            if (t->built && t->used < tick && (!old || t->used < old->used))
+                old = t;
+        }
+        if (!old)
+            return;
+        track_unbuild(l, old);
+    }
 }
 
 /* ---- answering a window ---- */
@@ -935,6 +981,8 @@ static int track_window(struct lod_req *q, struct lod_track *t, struct hm_err *e
 
     if (rc != 0)
         return rc;
+    t->used = q->tick;
+    evict(q->lod, q->tick);
     req_reset(q);
     qry_buf_printf(q->out, "{\"id\":%lld,\"rank\":%d,\"n\":%zu,", (long long)t->id, t->rank, t->n);
     if (t->n == 0 || t->end <= q->a || t->base >= q->b) {
@@ -966,6 +1014,7 @@ static int req_init(struct lod_req *q, struct qry_lod *l, const struct qry_windo
 {
     memset(q, 0, sizeof *q);
     q->lod = l;
+    q->tick = ++l->tick;
     q->win = w;
     q->out = out;
     q->a = l->origin + w->t0;

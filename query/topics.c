@@ -11,11 +11,33 @@
 #include "window.h"
 #include "analysis/cross_rank.h"
 
+/* Tables and columns added after the first schema: a file written before
+ * one of them gets a stand-in (temp, on this connection only), so that its
+ * reports read as having none of those facts. */
+static int stand_ins(sqlite3 *db, struct hm_err *err)
+{
+    static const struct { const char *table, *column, *sql; } added[] = {
+        {"step_breakdown", "forward_gpu_ns", hm_sql_report_missing_phase_gpu},
+        {"process_groups", "dim", hm_sql_report_missing_process_groups},
+        {"comm_exposed", "exposed_ns", hm_sql_report_missing_comm_exposed},
+        {"critical_path", "compute_ns", hm_sql_report_missing_critical_path},
+        {"rank_slices", "slices", hm_sql_report_missing_rank_slices}};
+
+    for (size_t i = 0; i < sizeof added / sizeof added[0]; i++)
+        if (!qry_has_column(db, added[i].table, added[i].column) &&
+            sqlite3_exec(db, added[i].sql, NULL, NULL, NULL) != SQLITE_OK)
+            return qry_report_sql_error(db, added[i].table, err);
+    return 0;
+}
+
 /* Run facts, the verdict, the definitions used, then the per-rank numbers
  * and the skipped events. */
 static int build_summary(sqlite3 *db, const struct qry_report_opts *o, cJSON *doc, struct hm_err *err)
 {
-    int rc = qry_report_facts(db, doc, err);
+    int rc = stand_ins(db, err);
+
+    if (rc == 0)
+        rc = qry_report_facts(db, doc, err);
 
     if (rc == 0)
         rc = qry_report_verdict(db, doc, err);
@@ -52,23 +74,6 @@ static int build_kernels(sqlite3 *db, const struct qry_report_opts *o, cJSON *do
     return rc ? rc : qry_report_rows(db, o, hm_sql_report_kernels, doc, "kernels", err);
 }
 
-/* Tables and columns added after the first schema: a file written before
- * one of them gets a stand-in (temp, on this connection only), so that its
- * reports read as having none of those facts. */
-static int stand_ins(sqlite3 *db, struct hm_err *err)
-{
-    static const struct { const char *table, *column, *sql; } added[] = {
-        {"step_breakdown", "forward_gpu_ns", hm_sql_report_missing_phase_gpu},
-        {"process_groups", "dim", hm_sql_report_missing_process_groups},
-        {"comm_exposed", "exposed_ns", hm_sql_report_missing_comm_exposed},
-        {"critical_path", "compute_ns", hm_sql_report_missing_critical_path}};
-
-    for (size_t i = 0; i < sizeof added / sizeof added[0]; i++)
-        if (!qry_has_column(db, added[i].table, added[i].column) &&
-            sqlite3_exec(db, added[i].sql, NULL, NULL, NULL) != SQLITE_OK)
-            return qry_report_sql_error(db, added[i].table, err);
-    return 0;
-}
 
 static int build_steps(sqlite3 *db, const struct qry_report_opts *o, cJSON *doc, struct hm_err *err)
 {

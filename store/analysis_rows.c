@@ -236,6 +236,17 @@ static int write_tracks(struct mrg_writer *w, int rank, const struct rank_state 
     return 0;
 }
 
+/* The rank's slice count, so that summaries need not count the slices
+ * (a scan of the whole table on a large file). */
+static int write_rank_slices(struct mrg_writer *w, int rank, const struct rank_state *r, struct hm_err *err)
+{
+    sqlite3_stmt *st = w->st[ST_RANK_SLICES];
+
+    sqlite3_bind_int(st, 1, rank);
+    sqlite3_bind_int64(st, 2, (int64_t)r->slices);
+    return wr_step(w, st, err, "storing a rank's slice count");
+}
+
 static int write_files(struct mrg_writer *w, int rank, const struct rank_state *r,
                        struct hm_err *err)
 {
@@ -305,6 +316,8 @@ int wr_write_dimensions(struct mrg_writer *w, int files, struct hm_err *err)
             rc = write_tracks(w, rank, r, err);
         if (rc == 0 && files)
             rc = write_files(w, rank, r, err);
+        if (rc == 0 && files)
+            rc = write_rank_slices(w, rank, r, err);
     }
     return rc;
 }

@@ -282,6 +282,7 @@ static int batch_begin(struct mrg_writer *w, const struct hm_batch *b, struct bc
               : b->info.base_time_ns != HM_NONE ? b->info.base_time_ns : 0;
     c->first = w->next_slice;
     w->next_slice += (int64_t)b->slices.n;
+    c->r->slices += b->slices.n;
     return b->slices.n && note_span(c->r, c->first, (int64_t)b->slices.n)
                ? wr_fail(w, err, HM_ENOMEM, c->rank, "out of memory")
                : 0;

@@ -78,6 +78,7 @@ static const char *const stmt_sql[ST__COUNT] = {
     [ST_TRACK] = hm_sql_writer_insert_track,
     [ST_RANK] = hm_sql_writer_insert_rank,
     [ST_FILE] = hm_sql_writer_insert_file,
+    [ST_RANK_SLICES] = hm_sql_writer_insert_rank_slices,
     [ST_SKIPPED] = hm_sql_writer_insert_skipped,
     [ST_META] = hm_sql_writer_insert_meta,
     [ST_A_TEMPORAL] = hm_sql_writer_a_temporal,

@@ -27,7 +27,7 @@ enum {
     ST_SLICE, ST_SLICES, ST_COLL, ST_COUNTER, ST_STEP, ST_STRING, ST_CATEGORY, ST_TRACK, ST_RANK,
     ST_FILE, ST_SKIPPED, ST_META, ST_A_TEMPORAL, ST_A_OVERLAP, ST_A_IDLE, ST_A_KCLASS,
     ST_A_KLABEL, ST_A_KERNEL, ST_A_STEP, ST_DEL_TEMPORAL, ST_DEL_OVERLAP, ST_DEL_IDLE,
-    ST_DEL_KCLASS, ST_DEL_KLABEL, ST_DEL_KERNEL, ST_PAGES, ST__COUNT
+    ST_DEL_KCLASS, ST_DEL_KLABEL, ST_DEL_KERNEL, ST_PAGES, ST_RANK_SLICES, ST__COUNT
 };
 
 /* The writer's state: the diagram is at the top of writer.c. */
@@ -71,6 +71,7 @@ struct rank_state {
     int known;               /* 1 once any call named the rank */
     int complete;            /* -1: not set, then "has a batch" */
     uint64_t batches;
+    uint64_t slices;         /* stored, all batches */
     struct rank_clock clk;
     int64_t base_seen;       /* base_time_ns of its first batch that had one */
     int64_t shift_ns;        /* guessed clock correction its rows carry (set_time_shift) */

@@ -1,9 +1,11 @@
 -- report summary: run facts as key/value rows. The count of ranks is
--- rank_count: "ranks" is the summary's per-rank array.
+-- rank_count: "ranks" is the summary's per-rank array. slices: the counts
+-- stored when the run finished (rank_slices), else counted.
 SELECT 'rank_count' AS key, count(*) AS value FROM ranks
 UNION ALL SELECT 'world_size', max(world_size) FROM ranks
 UNION ALL SELECT 'files', count(*) FROM files
-UNION ALL SELECT 'slices', count(*) FROM slices
+UNION ALL SELECT 'slices', CASE WHEN (SELECT count(*) FROM rank_slices) = (SELECT count(*) FROM ranks)
+                               THEN coalesce((SELECT sum(slices) FROM rank_slices), 0) ELSE (SELECT count(*) FROM slices) END
 UNION ALL SELECT 'collectives', count(*) FROM collectives
 UNION ALL SELECT 'skipped_events', coalesce(sum(count), 0) FROM skipped
 UNION ALL SELECT 'created_by', value FROM meta WHERE key = 'created_by'

@@ -50,3 +50,11 @@ CREATE TABLE IF NOT EXISTS rank_activity (
     comm      BLOB,     -- a byte per bucket: its share in which the rank communicated: communication kernels; without GPU streams, collectives
     longest_ns INTEGER  -- the longest interval counted: bounds the scan of a window's slices from below
 );
+
+-- Each rank's stored slices, counted while writing (store/analysis_rows.c),
+-- so that summaries need not count a large file's slices. Written when the
+-- run or ingest finishes: a live run has no rows until then.
+CREATE TABLE IF NOT EXISTS rank_slices (
+    rank   INTEGER PRIMARY KEY,  -- -> ranks.rank
+    slices INTEGER               -- its rows of slices
+);

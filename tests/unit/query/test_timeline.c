@@ -408,11 +408,36 @@ static void test_refusals(struct qry_lod *lod)
     qry_buf_free(&out);
 }
 
+#define BUDGET ((size_t)128 << 20)
+
+/* A budget too small for one track: every request drops the tracks of the
+ * one before, rebuilds them, and answers as a roomy budget does. */
+static void test_eviction(sqlite3 *db)
+{
+    struct hm_err err;
+    struct qry_lod *roomy = qry_lod_new(db, BUDGET, &err), *tight = qry_lod_new(db, 1, &err);
+    const int64_t windows[][2] = {{0, 1000 * MS}, {0, 20 * MS}, {500 * MS, 500 * MS + 200 * US}, {0, 1000 * MS}};
+
+    CHECK(roomy && tight);
+    for (size_t i = 0; roomy && tight && i < sizeof windows / sizeof windows[0]; i++) {
+        cJSON *a = window(roomy, windows[i][0], windows[i][1], 500, NULL, 0);
+        cJSON *b = window(tight, windows[i][0], windows[i][1], 500, NULL, 0);
+        char *sa = cJSON_PrintUnformatted(a), *sb = cJSON_PrintUnformatted(b);
+        CHECK(sa && sb && !strcmp(sa, sb));
+        free(sa), free(sb);
+        cJSON_Delete(a), cJSON_Delete(b);
+        CHECK(qry_lod_held_bytes(tight) <= qry_lod_held_bytes(roomy));
+    }
+    CHECK(tight && roomy && qry_lod_held_bytes(tight) < qry_lod_held_bytes(roomy));
+    qry_lod_free(roomy);
+    qry_lod_free(tight);
+}
+
 static void run_all(enum db_kind kind)
 {
     struct hm_err err;
     sqlite3 *db = make_db(kind);
-    struct qry_lod *lod = qry_lod_new(db, &err);
+    struct qry_lod *lod = qry_lod_new(db, BUDGET, &err);
     int64_t origin, end;
 
     CHECK(lod != NULL);
@@ -441,6 +466,7 @@ int main(void)
     {
         sqlite3 *db = make_db(DB_INDEXED);
         test_api_nvtx(db);
+        test_eviction(db);
         sqlite3_close(db);
     }
     return hm_test_done();
