@@ -2,7 +2,8 @@
 # Browser tests of the web viewer, driven by Debian's chromium through
 # playwright-core: a 4-rank synthetic run with a straggler (rank 2), served
 # by `htamerge serve` (viewer.test.mjs); then live mode: the page opened on
-# `mpirun -n 2 htamerge --serve` while the job runs (live.test.mjs).
+# `mpirun -n 2 htamerge --serve` while the job runs (live.test.mjs); then
+# the viewer at scale, on runs of 8, 256 and 1,024 ranks (scale.test.mjs).
 # Screenshots go to $HM_TMPDIR/browser/.
 # Skips (exit 77, which ctest shows as a skip) only when chromium or node_modules are missing:
 #   apt-get install -y chromium nodejs npm && (cd tests/browser && npm ci)
@@ -29,22 +30,30 @@ trap cleanup EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 # Sanitizer builds: Open MPI's own allocations are not ours to judge.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-}:detect_leaks=0
+# `htamerge serve FILE` in the background: sets pid and port (empty when
+# it did not start).
+serve() {
+    "$H" serve "$1" --listen 127.0.0.1:0 2>"$T/serve.err" &
+    pid=$!
+    port=
+    for _ in $(seq 100); do
+        port=$(sed -n 's|.*http://127\.0\.0\.1:\([0-9]*\)/.*|\1|p' "$T/serve.err")
+        [ -n "$port" ] && break
+        sleep 0.1
+    done
+    [ -n "$port" ] || { echo "FAIL: server did not start"; cat "$T/serve.err"; }
+}
+unserve() { kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; pid=; }
+
 if ! timeout -k 5 90 mpirun --oversubscribe -n 4 "$H" -o "$T/run.db" "$SYN" --steps 8 --straggler 2:20 \
         >"$T/run.log" 2>&1; then
     echo "FAIL: could not make the synthetic run"; cat "$T/run.log"; exit 1
 fi
-"$H" serve "$T/run.db" --listen 127.0.0.1:0 2>"$T/serve.err" &
-pid=$!
-port=
-for _ in $(seq 100); do
-    port=$(sed -n 's|.*http://127\.0\.0\.1:\([0-9]*\)/.*|\1|p' "$T/serve.err")
-    [ -n "$port" ] && break
-    sleep 0.1
-done
-if [ -z "$port" ]; then echo "FAIL: server did not start"; cat "$T/serve.err"; exit 1; fi
+serve "$T/run.db"
+[ -n "$port" ] || exit 1
 timeout -k 5 120 node "$here/viewer.test.mjs" "http://127.0.0.1:$port/" "$out" "$CHROMIUM"
 rc=$?
-kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; pid=
+unserve
 
 # --serve-linger: rank 0 stops serving the finished file on its own, and
 # the job ends (what batch use relies on).
@@ -87,5 +96,26 @@ if pgrep -f "$T/live.db" >/dev/null; then
     echo "FAIL: processes of the live run outlived mpirun: $(pgrep -af "$T/live.db" | cut -c1-120)"
     pkill -f "$T/live.db"; rc=1
 fi
+
+# Scale: runs of N ranks made rank by rank without mpirun (about 50 ms a
+# rank; 4 steps at 1,024 ranks), the straggler mid-run so that reaching it
+# takes scrolling, then ingested.
+for n in 8 256 1024; do
+    st=$(( n > 8 ? n / 2 + 5 : 5 )) steps=$(( n > 256 ? 4 : 8 )) dir="$T/scale$n"
+    mkdir -p "$dir"
+    made=1
+    for r in $(seq 0 $((n - 1))); do
+        RANK=$r WORLD_SIZE=$n LOCAL_RANK=$((r % 8)) HTAMERGE_TRACE_DIR="$dir" HTAMERGE_RUN_START_NS=1700000000000000000 \
+            "$SYN" --steps "$steps" --gzip --straggler "$st:20" >"$T/synth.log" 2>&1 || { made=; break; }
+    done
+    if [ -z "$made" ] || ! "$H" ingest -o "$dir.db" "$dir" >"$T/ingest.log" 2>&1; then
+        echo "FAIL: could not make the $n-rank run"; cat "$T/synth.log" "$T/ingest.log" 2>/dev/null; rc=1; continue
+    fi
+    rm -rf "$dir"
+    serve "$dir.db"
+    if [ -z "$port" ]; then rc=1; continue; fi
+    timeout -k 5 120 node "$here/scale.test.mjs" "http://127.0.0.1:$port/" "$out" "$CHROMIUM" "$n" "$st" || rc=1
+    unserve
+done
 echo "screenshots: $out"
 exit $rc

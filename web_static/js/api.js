@@ -22,6 +22,8 @@ export const api = {
   topics: () => call('/api/topics'),
   report: (topic, params = {}) => call(`/api/report/${encodeURIComponent(topic)}?${new URLSearchParams(params)}`),
   timeline: (params) => call(`/api/timeline?${new URLSearchParams(params)}`),
+  heatmap: (params) => call(`/api/heatmap?${new URLSearchParams(params)}`),
+  search: (q) => call(`/api/search?${new URLSearchParams({ q })}`),
   slice: (id) => call(`/api/slice/${id}`),
   collective: (id) => call(`/api/collective/${id}`),
   nvtx: (id) => call(`/api/nvtx/${id}`),

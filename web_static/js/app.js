@@ -4,12 +4,16 @@ import { api, ApiError } from './api.js';
 import { el, num, us, dur } from './fmt.js';
 import { renderOverview } from './overview.js';
 import { Timeline } from './timeline.js';
+import { Search } from './timeline_search.js';
+import { HeatMap } from './overview_heatmap.js';
 import { sortableTable, autoColumns } from './tables.js';
 import { setupSql } from './sql.js';
 
 const LIVE_POLL_MS = 2000;
+const DRILL_COLUMNS = 3;   // a heat map click shows this many of its columns either side
 const state = { run: null, straggler: null, version: null, watched: false, serverStopped: false,
-                topics: null };
+                topics: null, docs: null, tablesFor: null };
+const views = {};   // the timeline and the heat map, once made
 // The report topics this page draws in its own way; every topic the server
 // lists (/api/topics) can also be shown as it is under "Report".
 const DRAWN = ['stragglers', 'temporal', 'overlap', 'idle', 'collectives'];
@@ -29,16 +33,26 @@ async function optional(p) {
   try { return await p; } catch (e) { if (e.status === 404) return null; throw e; }
 }
 
-function setupTabs(timeline) {
+function setupTabs() {
   for (const b of document.querySelectorAll('#tabs button')) {
-    b.addEventListener('click', () => showTab(b.dataset.tab, timeline));
+    b.addEventListener('click', () => showTab(b.dataset.tab));
   }
 }
 
-function showTab(name, timeline) {
+function showTab(name) {
   for (const b of document.querySelectorAll('#tabs button')) b.classList.toggle('active', b.dataset.tab === name);
   for (const s of document.querySelectorAll('.tab')) s.classList.toggle('active', s.id === `tab-${name}`);
-  if (name === 'timeline') { timeline.draw(); timeline.refresh(); document.getElementById('tl-wrap').focus(); }
+  if (name === 'timeline') { views.timeline.draw(); views.timeline.refresh(); document.getElementById('tl-wrap').focus(); }
+  if (name === 'overview') views.heat.show();
+  if (name === 'tables') renderTables();
+}
+
+// The straggler and the ranks that came late (rank -> times late), from the
+// stragglers report; both views mark them.
+function marksOf(stragglers) {
+  const late = new Map();
+  for (const r of (stragglers && stragglers.ranks) || []) if (r.late_count > 0) late.set(r.rank, r.late_count);
+  return { straggler: stragglers ? stragglers.straggler : null, late };
 }
 
 function renderStatus(run) {
@@ -48,7 +62,12 @@ function renderStatus(run) {
   s.className = `badge${run.live ? ' live' : /incomplete|fail/.test(run.run_status || '') ? ' bad' : ''}`;
 }
 
-function renderTables(d, timeline) {
+// The tables, built when their tab is first shown after a load: at a
+// thousand ranks they are thousands of rows the page need not wait for.
+function renderTables() {
+  const d = state.docs;
+  if (!d || state.tablesFor === d || !document.getElementById('tab-tables').classList.contains('active')) return;
+  state.tablesFor = d;
   const straggler = d.stragglers ? d.stragglers.straggler : null;
   const mark = (r) => (r.rank === straggler ? 'straggler' : '');
   sortableTable(document.getElementById('t-stragglers'), (d.stragglers && d.stragglers.ranks) || [], [
@@ -62,7 +81,7 @@ function renderTables(d, timeline) {
     { key: 'pg', text: true }, { key: 'op', text: true }, { key: 'seq' }, { key: 'ranks' },
     { key: 'skew_us', label: 'skew', fmt: us }, { key: 'late_rank', label: 'late rank' }, { key: 'span_us', label: 'span', fmt: us }],
   { rowClass: (r) => (r.late_rank === straggler && straggler != null ? 'straggler' : ''),
-    onRow: (r) => { showTab('timeline', timeline); timeline.showInstance(r).catch(showError); } });
+    onRow: (r) => { showTab('timeline'); views.timeline.showInstance(r).catch(showError); } });
   sortableTable(document.getElementById('t-idle'), (d.idle && d.idle.streams) || [], [
     { key: 'rank' }, { key: 'stream' }, { key: 'host_wait_us', label: 'host wait', fmt: us },
     { key: 'kernel_wait_us', label: 'kernel wait', fmt: us }, { key: 'other_us', label: 'other', fmt: us },
@@ -102,7 +121,7 @@ function setupReports(topics) {
   showReport().catch(showError);
 }
 
-async function loadAll(timeline) {
+async function loadAll() {
   const [run, ranks, topics] = await Promise.all([api.run(), api.ranks(), api.topics()]);
   const offered = new Set(topics.topics.map((t) => t.name));
   const docs = await Promise.all(DRAWN.map((t) => (offered.has(t) ? optional(api.report(t)) : null)));
@@ -111,10 +130,13 @@ async function loadAll(timeline) {
   state.run = run;
   state.version = run.version;
   state.straggler = d.stragglers ? d.stragglers.straggler : null;
+  const marks = marksOf(d.stragglers);
   renderStatus(run);
   renderOverview(d);
-  renderTables(d, timeline);
-  timeline.setRun(run, ranks, state.straggler);
+  views.heat.load(ranks.ranks.map((r) => r.rank), marks).catch(showError);
+  state.docs = d;
+  renderTables();
+  views.timeline.setRun(run, ranks, marks);
   setupReports(topics.topics);
   document.body.dataset.ready = '1';
 }
@@ -131,13 +153,13 @@ function serverStopped() {
 // While the run is in progress, poll /api/run and reload when it changed.
 // A page that saw the run live goes on polling once it completed, to notice
 // when the server stops; a page opened on a finished file never polls.
-function startLive(timeline) {
+function startLive() {
   const timer = setInterval(async () => {
     if (!state.run || !(state.run.live || state.watched)) return;
     state.watched = true;
     try {
       const run = await api.run();
-      if (run.version !== state.version) { await loadAll(timeline); timeline.grow(run); }
+      if (run.version !== state.version) { await loadAll(); views.timeline.grow(run); }
       else renderStatus(run);
       state.run = run;
     } catch (e) {
@@ -149,19 +171,33 @@ function startLive(timeline) {
 }
 
 async function main() {
-  const timeline = new Timeline({
-    canvas: document.getElementById('tl'), wrap: document.getElementById('tl-wrap'),
-    details: document.getElementById('details'), range: document.getElementById('tl-range'), onError: showError,
+  const $ = (id) => document.getElementById(id);
+  const timeline = views.timeline = new Timeline({
+    canvas: $('tl'), spacer: $('tl-spacer'), wrap: $('tl-wrap'), details: $('details'), range: $('tl-range'),
+    expandButton: $('tl-expand'), onError: showError,
   });
-  document.getElementById('tl-in').addEventListener('click', () => timeline.zoom(0.5));
-  document.getElementById('tl-out').addEventListener('click', () => timeline.zoom(2));
-  document.getElementById('tl-reset').addEventListener('click', () => timeline.reset());
-  document.getElementById('tl-path').addEventListener('click', () => timeline.togglePath().catch(showError));
-  setupTabs(timeline);
+  views.heat = new HeatMap({
+    canvas: $('heat'), tip: $('heat-tip'), legend: $('heat-legend'), onError: showError,
+    onPick: (cell) => {   // the timeline at that rank and time
+      showTab('timeline');
+      timeline.focus(cell.rank, cell.t - DRILL_COLUMNS * cell.colNs, cell.t + DRILL_COLUMNS * cell.colNs);
+    },
+  });
+  new Search({ input: $('tl-search'), list: $('tl-hits'), timeline, onError: showError,
+    collectives: () => (state.docs && state.docs.collectives && state.docs.collectives.instances) || [] });
+  // Toolbar buttons hand the keys back to the timeline.
+  const button = (id, act) => $(id).addEventListener('click', () => { act(); $('tl-wrap').focus(); });
+  button('tl-in', () => timeline.zoom(0.5));
+  button('tl-out', () => timeline.zoom(2));
+  button('tl-reset', () => timeline.reset());
+  button('tl-path', () => timeline.togglePath().catch(showError));
+  button('tl-expand', () => timeline.toggleAll());
+  window.addEventListener('resize', () => views.heat.draw());
+  setupTabs();
   setupSql();
-  try { await loadAll(timeline); } catch (e) { showError(e); }
-  startLive(timeline);
-  window.htamerge = { timeline, state, dur, el };   // for tests and the console
+  try { await loadAll(); } catch (e) { showError(e); }
+  startLive();
+  window.htamerge = { timeline, heat: views.heat, state, dur, el };   // for tests and the console
 }
 
 main();

@@ -10,10 +10,14 @@ export function dur(ns) {
 
 export function us(v) { return v == null ? '' : dur(v * 1000); }
 
+// One formatter for every integer: toLocaleString makes a new one per call,
+// which costs seconds over the tables of a thousand ranks.
+const INTEGER = new Intl.NumberFormat('en-US');
+
 export function num(v, digits = 2) {
   if (v == null) return '';
   if (typeof v !== 'number') return String(v);
-  return Number.isInteger(v) ? v.toLocaleString('en-US') : v.toFixed(digits);
+  return Number.isInteger(v) ? INTEGER.format(v) : v.toFixed(digits);
 }
 
 export function el(tag, attrs = {}, ...children) {
@@ -39,4 +43,23 @@ export function colorOf(name, cat) {
   const s = name || String(cat);
   for (let i = 0; i < s.length; i++) h = (h * 31 + s.charCodeAt(i)) >>> 0;
   return `hsl(${200 + (h % 80)}, 55%, ${52 + (h >> 8) % 16}%)`;
+}
+
+// Sorted ranks as a ?ranks= list and for people: "0-40,517".
+export function rankList(ranks) {
+  const s = [...ranks].sort((a, b) => a - b), out = [];
+  for (let i = 0; i < s.length;) {
+    let j = i;
+    while (j + 1 < s.length && s[j + 1] === s[j] + 1) j++;
+    out.push(j > i ? `${s[i]}-${s[j]}` : String(s[i]));
+    i = j + 1;
+  }
+  return out.join(',');
+}
+
+// A round step (1, 2 or 5 times a power of ten) of at least raw: axis ticks.
+export function niceStep(raw) {
+  const p = Math.pow(10, Math.floor(Math.log10(Math.max(raw, 1))));
+  for (const m of [1, 2, 5, 10]) if (m * p >= raw) return m * p;
+  return 10 * p;
 }

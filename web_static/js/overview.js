@@ -1,6 +1,11 @@
 // The overview: run facts, the straggler verdict with its evidence, and one
-// bar per rank for the temporal breakdown, overlap and idle time.
+// bar per rank for the temporal breakdown, overlap and idle time. Past
+// BARS_MAX ranks a card shows the ranks that stand out most by its measure
+// (the straggler always), in rank order: the heat map above shows them all,
+// and a thousand bars would take seconds to lay out and nobody reads them.
 import { el, clear, num, us } from './fmt.js';
+
+const BARS_MAX = 64;
 
 const FACTS = [
   ['file', 'file'], ['run_status', 'status'], ['rank_count', 'ranks'], ['world_size', 'world size'],
@@ -45,9 +50,20 @@ function bar(label, segs, total, text, straggler) {
     el('span', { class: 'label', text: label + (straggler ? ' !' : '') }), track, el('span', { class: 'val', text }));
 }
 
+// rows (with .rank) to draw: all, or the BARS_MAX of highest score(row)
+// and the straggler, with a note saying so in box.
+function standOut(box, rows, score, what, straggler) {
+  if (rows.length <= BARS_MAX) return rows;
+  const top = rows.slice().sort((a, b) => score(b) - score(a)).slice(0, BARS_MAX);
+  const s = rows.find((r) => r.rank === straggler);
+  if (s && !top.includes(s)) top[top.length - 1] = s;
+  box.append(el('p', { class: 'muted', text: `${BARS_MAX} of ${num(rows.length)} ranks: ${what} (every rank: Tables)` }));
+  return top.sort((a, b) => a.rank - b.rank);
+}
+
 function renderTemporal(rep, straggler) {
   const box = clear(document.getElementById('bars-temporal'));
-  for (const r of (rep && rep.ranks) || []) {
+  for (const r of standOut(box, (rep && rep.ranks) || [], (r) => r.idle_pct, 'the most idle', straggler)) {
     const segs = [
       { value: r.compute_pct, cls: 'c-compute', title: `compute ${num(r.compute_pct)}%` },
       { value: r.non_compute_pct, cls: 'c-noncompute', title: `non-compute ${num(r.non_compute_pct)}%` },
@@ -60,7 +76,7 @@ function renderTemporal(rep, straggler) {
 
 function renderOverlap(rep, straggler) {
   const box = clear(document.getElementById('bars-overlap'));
-  for (const r of (rep && rep.ranks) || []) {
+  for (const r of standOut(box, (rep && rep.ranks) || [], (r) => -(r.overlap_pct ?? 100), 'the least overlap', straggler)) {
     const p = r.overlap_pct;
     box.append(bar(`rank ${r.rank}`, [{ value: p || 0, cls: 'c-overlap', title: `${num(p)}% of ${us(r.comm_us)}` }],
       100, p == null ? 'no comm' : `${num(p, 1)}%`, r.rank === straggler));
@@ -76,8 +92,9 @@ function renderIdle(rep, straggler) {
     t.host += s.host_wait_us; t.kernel += s.kernel_wait_us; t.other += s.other_us;
     per.set(s.rank, t);
   }
-  const max = Math.max(1, ...[...per.values()].map((t) => t.host + t.kernel + t.other));
-  for (const [rank, t] of [...per.entries()].sort((a, b) => a[0] - b[0])) {
+  const rows = [...per.entries()].map(([rank, t]) => ({ rank, t, total: t.host + t.kernel + t.other })).sort((a, b) => a.rank - b.rank);
+  const max = Math.max(1, ...rows.map((r) => r.total));
+  for (const { rank, t } of standOut(box, rows, (r) => r.total, 'the most idle time', straggler)) {
     const segs = [
       { value: t.host, cls: 'c-host', title: `host wait ${us(t.host)}` },
       { value: t.kernel, cls: 'c-kernel', title: `kernel wait ${us(t.kernel)}` },

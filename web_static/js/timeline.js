@@ -1,65 +1,73 @@
-// The merged timeline on a canvas: one group per rank (its CPU threads,
-// then its GPU streams), all on the aligned clock. The server does the
-// level of detail (/api/timeline): slices narrower than a pixel column are
-// sent one by one only where a column holds few of them; busier columns
-// come as [column, count, busy fraction] and are drawn as a shaded band.
-// Each rank group starts with a row of its stitched NVTX ranges (the same
-// range matched across ranks; nested ones below their parent), coloured by
-// name, the range of the rank that entered last outlined in red; clicking
-// one shows its skew and late rank. The critical path of the step in view
-// (P, or the toolbar's button) is drawn as a bar in each rank's header band
-// where that rank's work or a collective's transfer is on it, with a line
-// where the path moves from one rank to another.
+// The merged timeline on a canvas: one group per rank (its stitched NVTX
+// row, its CPU threads, then its GPU streams), all on the aligned clock.
+// Runs of a thousand ranks are far taller than any canvas may be, so the
+// canvas is only as tall as the wrap's viewport and sticks to its top while
+// the wrap scrolls a spacer of the full height (timeline_rows.js); a frame
+// draws the rows in view and nothing else (timeline_paint.js), and data is
+// fetched for those rows only (timeline_data.js). Past EXPAND_ALL_UP_TO
+// ranks every rank starts collapsed to a strip of its activity; a click
+// expands it.
+// The server does the level of detail (/api/timeline): slices narrower than
+// a pixel column are sent one by one only where a column holds few of them;
+// busier columns come as [column, count, busy fraction] and are drawn as a
+// shaded band. A stitched NVTX range (the same range matched across ranks)
+// is outlined in red on the rank that entered last; clicking one shows its
+// skew and late rank. The critical path of the step in view (P, or the
+// toolbar's button) is drawn as a bar in each rank's header band where that
+// rank's work or a collective's transfer is on it, with a line where the
+// path moves from one rank to another.
 // State a test can read is mirrored on the canvas's data attributes.
 import { api } from './api.js';
-import { dur, el, clear, colorOf } from './fmt.js';
+import { dur, rankList } from './fmt.js';
+import { Rows, GUTTER, AXIS, HEAD, STRIP } from './timeline_rows.js';
+import { ViewData } from './timeline_data.js';
+import { paintGroup, paintStrip, paintMembers, paintHighlightLines, paintPath, paintAxis } from './timeline_paint.js';
+import { showNothing, showSlice, showNvtx, showPath } from './timeline_details.js';
 
-const GUTTER = 190;      // px of labels at the left
-const AXIS = 26;         // px of time axis at the top
-const ROW = 16;          // px per nesting depth
-const HEAD = 20;         // px of a rank's header band
-const GAP = 3;           // px between tracks
-const MAX_ROWS = 16;     // deeper slices share the last row
-const MIN_SPAN = 1000;   // ns: the closest zoom
-const NV_ROW = 14;       // px per NVTX nesting depth
-const NV_MAX_ROWS = 4;   // deeper NVTX ranges share the last row
+const MIN_SPAN = 1000;    // ns: the closest zoom
+const MAX_SIDE = 32767;   // device px: the most Chromium draws of a canvas side
+const MAX_DPR = 2;        // sharper than this costs fill time for nothing visible
+const PREFETCH = 0.5;     // viewport heights of strips fetched above and below the one on screen
+const EXPAND_PATH_RANKS = 8;   // a critical path over at most this many ranks expands them
 
 export class Timeline {
-  constructor({ canvas, wrap, details, range, onError }) {
-    Object.assign(this, { canvas, wrap, details, range, onError });
+  constructor({ canvas, spacer, wrap, details, range, expandButton, onError }) {
+    Object.assign(this, { canvas, spacer, wrap, details, range, expandButton, onError });
     this.ctx = canvas.getContext('2d');
-    this.groups = [];
-    this.tracks = new Map();      // track id -> layout
+    this.rows = new Rows();
+    this.data = new ViewData();
     this.view = { t0: 0, t1: 1 };
     this.span = 1;
-    this.data = null;             // last /api/timeline answer
-    this.hits = [];               // drawn slices for clicks
+    this.gen = 0;                 // bumped when the run changes: every answer so far is stale
+    this.hits = [];               // drawn slices and NVTX ranges, for clicks
     this.hl = null;               // highlighted collective instance
     this.nvSel = null;            // selected stitched NVTX range (/api/nvtx answer)
     this.path = null;             // the drawn critical path (/api/path/{step} answer)
     this.pathSteps = null;        // /api/path answer, fetched once
     this.seq = 0;
     this.timer = 0;
+    this.cssWidth = 0;
+    this.cssHeight = 0;
     this.bind();
   }
 
-  // Sets the run: its ranks and tracks, the straggler, and the whole-run view.
-  setRun(run, ranks, straggler) {
+  // Sets the run: its ranks and tracks, the straggler and the late ranks
+  // (rank -> times late), and the whole-run view.
+  setRun(run, ranks, { straggler, late }) {
     // A whole-run view stays whole when a live run grows (judged against the
     // old span: grow() runs after this).
     const whole = this.viewSet && this.view.t0 <= 0 && this.view.t1 >= this.span;
     this.span = Math.max(1, run.span_ns || 1);
+    this.origin = Number(run.origin_ns || 0);   // a string (64 bits); a double is exact enough to place a step
     if (whole) this.view = { t0: 0, t1: this.span };
-    const old = new Map(this.groups.map((g) => [g.rank, g.nvRows]));
-    this.groups = ranks.ranks.map((r) => ({
-      rank: r.rank, host: r.host, straggler: r.rank === straggler, nvRows: old.get(r.rank) || 0,
-      tracks: r.tracks.map((t) => ({ id: t.id, kind: t.kind, name: t.name, rows: 1, y: 0 })),
-    }));
-    this.tracks = new Map(this.groups.flatMap((g) => g.tracks.map((t) => [t.id, t])));
-    this.canvas.dataset.groups = String(this.groups.length);
+    this.rows.set(ranks.ranks, straggler, late);
+    this.gen++;
+    this.canvas.dataset.groups = String(this.rows.groups.length);
     this.canvas.dataset.straggler = straggler == null ? '' : String(straggler);
-    if (!this.viewSet) this.reset();
-    else this.refresh();
+    this.expansionChanged();
+    if (!this.viewSet) { this.reset(); return; }
+    this.draw();
+    this.refresh();
   }
 
   // Live mode: the run grew; keep the whole-run view whole.
@@ -96,234 +104,182 @@ export class Timeline {
 
   plotWidth() { return Math.max(50, this.cssWidth - GUTTER - 8); }
 
+  // ---- rows ----
+
+  // Expands (on) or collapses ranks, keeping the rows in view where they are.
+  expand(ranks, on = true) {
+    if (!this.keepInView(() => this.rows.setExpanded(ranks, on))) return;
+    this.expansionChanged();
+    this.draw();
+    this.refresh();
+  }
+
+  toggleAll() { this.expand(this.rows.groups.map((g) => g.rank), !this.rows.allExpanded()); }
+
+  expansionChanged() {
+    this.canvas.dataset.expanded = rankList(this.rows.expanded);
+    if (this.expandButton) this.expandButton.textContent = this.rows.allExpanded() ? 'collapse all' : 'expand all';
+  }
+
+  // Runs change() (true when it changed the layout) and scrolls so that the
+  // row at the top of the view stays put, wherever rows above it grew; a
+  // view scrolled to the end (End) stays at the end.
+  keepInView(change) {
+    const w = this.wrap, top = w.scrollTop, g = this.rows.groupAt(top + AXIS), off = g ? top - g.y : 0;
+    const atEnd = top > 0 && top + w.clientHeight >= w.scrollHeight - 1;
+    if (!change()) return false;
+    this.rows.layout();
+    this.resize();
+    if (atEnd) w.scrollTop = w.scrollHeight;
+    else if (g) w.scrollTop = g.y + off;
+    return true;
+  }
+
+  // Expands a rank and scrolls it to the top of the view.
+  goRank(rank) {
+    if (!this.rows.byRank.has(rank)) throw new Error(`no rank ${rank} in this run`);
+    this.expand([rank]);
+    this.scrollToRank(rank);
+  }
+
+  scrollToRank(rank) {
+    const g = this.rows.byRank.get(rank);
+    if (!g) return;
+    this.rows.layout();
+    this.resize();
+    this.wrap.scrollTop = g.y - AXIS;
+    this.draw();
+    this.refresh();
+  }
+
+  // Shows [t0, t1) with a margin, on this rank (expanded, scrolled to) if given.
+  focus(rank, t0, t1) {
+    if (rank != null) this.goRank(rank);
+    if (t0 != null && t1 != null) {
+      const pad = Math.max(MIN_SPAN, (t1 - t0) * 0.2);
+      this.setView(t0 - pad, t1 + pad);
+    }
+  }
+
+  // Shows a step: from the first rank's start to the last rank's end
+  // (the steps report has them per rank, on the absolute clock).
+  async showStep(step) {
+    const rows = (await api.report('steps', { steps: step })).steps.filter((r) => r.step === step);
+    if (!rows.length) throw new Error(`no step ${step} in this run`);
+    let lo = Infinity, hi = -Infinity;
+    for (const r of rows) { lo = Math.min(lo, r.start_ns); hi = Math.max(hi, r.start_ns + r.dur_us * 1000); }
+    this.focus(null, lo - this.origin, hi - this.origin);
+  }
+
+  rankInView(rank) {
+    const g = this.rows.byRank.get(rank), top = this.wrap.scrollTop;
+    return g && g.y >= top + AXIS && g.y + Math.min(g.h, HEAD) <= top + this.cssHeight;
+  }
+
+  // ---- data ----
+
   // Asks the server for the current view, debounced; late answers to older
-  // views are dropped.
+  // views are dropped (timeline_data.js).
   refresh() {
     clearTimeout(this.timer);
-    this.timer = setTimeout(() => this.fetchView(), 40);
+    this.canvas.dataset.pending = '1';
+    this.timer = setTimeout(() => {
+      this.timer = 0;
+      this.fetchView().catch((e) => { this.settled(); this.onError(e); });
+    }, 40);
   }
 
   async fetchView() {
+    if (!this.wrap.clientWidth) { this.settled(); return; }   // hidden tab: fetched when shown
+    const view = { t0: Math.floor(this.view.t0), t1: Math.ceil(this.view.t1), px: Math.round(this.plotWidth()) };
+    const key = `${this.gen}|${view.t0}|${view.t1}|${view.px}`;
+    this.canvas.dataset.request = new URLSearchParams(view).toString();
+    // Expanded ranks: those on screen (their answers are the big ones);
+    // strips: also those a scroll of PREFETCH viewports would bring.
+    const top = this.wrap.scrollTop, margin = this.cssHeight * PREFETCH;
+    const [v0, v1] = this.rows.band(top + AXIS, top + this.cssHeight);
+    const [i0, i1] = this.rows.band(top + AXIS - margin, top + this.cssHeight + margin);
+    const detail = [], summary = [];
+    for (let i = i0; i < i1; i++) {
+      const g = this.rows.groups[i];
+      if (!this.rows.isExpanded(g)) summary.push(g.rank);
+      else if (i >= v0 && i < v1) detail.push(g.rank);
+    }
     const seq = ++this.seq;
-    const params = { t0: Math.floor(this.view.t0), t1: Math.ceil(this.view.t1), px: Math.round(this.plotWidth()) };
-    this.canvas.dataset.request = new URLSearchParams(params).toString();
-    try {
-      const data = await api.timeline(params);
-      if (seq !== this.seq) return;
-      this.data = data;
-      this.data.byTrack = new Map(data.tracks.map((t) => [t.id, t]));
-      this.data.byRank = new Map();
-      for (const r of data.nvtx || []) {
-        if (!this.data.byRank.has(r[0])) this.data.byRank.set(r[0], []);
-        this.data.byRank.get(r[0]).push(r);
-      }
-      this.growRows(data);
+    const arrived = await this.data.load(key, view, detail, summary);
+    if (arrived) {
+      this.keepInView(() => arrived.reduce((grew, a) => this.rows.grow(a.rank, a.nvtx, a.tracks) || grew, false));
       this.canvas.dataset.loaded = String(seq);
       this.draw();
-    } catch (e) { this.onError(e); }
+    }
+    this.settled();
   }
 
-  growRows(data) {
-    let changed = false;
-    for (const g of this.groups) {
-      let rows = g.nvRows;
-      for (const r of this.data.byRank.get(g.rank) || []) rows = Math.max(rows, Math.min(NV_MAX_ROWS, r[4] + 1));
-      if (rows !== g.nvRows) { g.nvRows = rows; changed = true; }
+  // data-pending: requests in flight or about to be made; 0 once the view is drawn with all it asked for.
+  settled() { this.canvas.dataset.pending = this.timer ? '1' : String(this.data.asked.size); }
+
+  // ---- drawing ----
+
+  // The wrap's tallest viewport: its max-height less its borders.
+  viewportHeight() {
+    if (!this.maxH) {
+      const cs = getComputedStyle(this.wrap), max = parseFloat(cs.maxHeight);
+      this.maxH = (Number.isFinite(max) ? max : window.innerHeight) - parseFloat(cs.borderTopWidth) - parseFloat(cs.borderBottomWidth);
     }
-    for (const t of data.tracks) {
-      const lay = this.tracks.get(t.id);
-      if (!lay) continue;
-      let rows = lay.rows;
-      for (const s of t.slices) rows = Math.max(rows, Math.min(MAX_ROWS, s[3] + 1));
-      if (rows !== lay.rows) { lay.rows = rows; changed = true; }
-    }
-    if (changed) this.layout();
+    return this.maxH;
   }
 
-  layout() {
-    let y = AXIS;
-    for (const g of this.groups) {
-      g.y = y; y += HEAD;
-      g.nvY = y; y += g.nvRows ? g.nvRows * NV_ROW + GAP : 0;
-      for (const t of g.tracks) { t.y = y; y += t.rows * ROW + GAP; }
-      g.h = y - g.y;
-    }
-    this.height = y + 8;
-  }
-
+  // The canvas covers the viewport, never more; the spacer below it gives
+  // the wrap the rows' full height to scroll.
   resize() {
-    const dpr = window.devicePixelRatio || 1;
-    this.cssWidth = Math.max(400, this.wrap.clientWidth);
-    if (!this.height) this.layout();
-    this.canvas.style.width = `${this.cssWidth}px`;
-    this.canvas.style.height = `${this.height}px`;
-    this.canvas.width = Math.round(this.cssWidth * dpr);
-    this.canvas.height = Math.round(this.height * dpr);
-    this.ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    const w = Math.max(400, this.wrap.clientWidth);
+    const h = Math.round(Math.max(AXIS, Math.min(this.rows.height, this.viewportHeight())));
+    const spacer = `${Math.max(0, this.rows.height - h)}px`;
+    if (this.spacer.style.height !== spacer) this.spacer.style.height = spacer;
+    if (w === this.cssWidth && h === this.cssHeight) return;
+    this.dpr = Math.min(window.devicePixelRatio || 1, MAX_DPR, MAX_SIDE / w, MAX_SIDE / h);
+    this.cssWidth = w;
+    this.cssHeight = h;
+    this.canvas.style.width = `${w}px`;
+    this.canvas.style.height = `${h}px`;
+    this.canvas.width = Math.round(w * this.dpr);
+    this.canvas.height = Math.round(h * this.dpr);
+    this.canvas.dataset.canvasHeight = String(h);
   }
-
-  x(t) { return GUTTER + ((t - this.view.t0) / (this.view.t1 - this.view.t0)) * this.plotWidth(); }
 
   draw() {
-    this.layout();
+    if (!this.wrap.clientWidth) return;   // hidden tab: drawn when shown
+    const start = performance.now();
+    this.rows.layout();
     this.resize();
-    const c = this.ctx;
-    c.clearRect(0, 0, this.cssWidth, this.height);
-    this.hits = [];
-    let drawn = 0;
-    this.nvDrawn = 0;
-    for (const g of this.groups) drawn += this.drawGroup(g);
-    this.drawAxis();
-    this.drawHighlightLines();
-    this.drawPath();
-    const { t0, t1 } = this.view;
+    const c = this.ctx, top = this.wrap.scrollTop, { t0, t1 } = this.view, pw = this.plotWidth();
+    const scale = pw / (t1 - t0);
+    const f = { c, t0, t1, pw, scale, top, width: this.cssWidth, height: this.cssHeight,
+      x: (t) => GUTTER + (t - t0) * scale, hits: [], slices: 0, nvtx: 0, strips: 0,
+      hl: this.hl, selected: this.selected, nvSel: this.nvSel && this.nvSel.id };
+    c.setTransform(this.dpr, 0, 0, this.dpr, 0, -top * this.dpr);   // content pixels from here on
+    c.imageSmoothingEnabled = false;   // strips: a cell's colour, not a blur of its neighbours
+    c.clearRect(0, top, f.width, f.height);
+    const [i0, i1] = this.rows.band(top + AXIS, top + f.height);
+    for (let i = i0; i < i1; i++) {
+      const g = this.rows.groups[i];
+      if (this.rows.isExpanded(g)) { paintGroup(f, g, this.data.detail.get(g.rank)); continue; }
+      paintStrip(f, g, this.data.summary.get(g.rank));
+      if (this.hl) paintMembers(f, this.hl.byRank.get(g.rank), g.y + 1, STRIP - 2);
+    }
+    paintHighlightLines(f);
+    if (this.path) paintPath(f, this.path, this.rows);
+    paintAxis(f);
+    this.hits = f.hits;
     this.range.textContent = `${dur(t0)} to ${dur(t1)} (${dur(t1 - t0)} shown)`;
-    Object.assign(this.canvas.dataset, {
-      t0: String(Math.round(t0)), t1: String(Math.round(t1)), slices: String(drawn),
-      nvtx: String(this.nvDrawn), nvtxGroups: String(this.groups.filter((g) => g.nvRows > 0).length),
+    const ds = this.canvas.dataset;
+    Object.assign(ds, {
+      t0: String(Math.round(t0)), t1: String(Math.round(t1)), slices: String(f.slices), nvtx: String(f.nvtx),
+      nvtxGroups: String(this.rows.nvtxGroups()),
+      visibleRanks: rankList(this.rows.groups.slice(i0, i1).map((g) => g.rank)), top: String(Math.round(top)),
+      drawMs: (performance.now() - start).toFixed(1),
     });
-  }
-
-  drawGroup(g) {
-    const c = this.ctx;
-    c.fillStyle = g.straggler ? '#fdecea' : '#eef0f4';
-    c.fillRect(0, g.y, this.cssWidth, HEAD - 2);
-    c.fillStyle = g.straggler ? '#c62828' : '#1d2330';
-    c.font = '600 12px system-ui, sans-serif';
-    c.fillText(`rank ${g.rank}${g.host ? ' · ' + g.host : ''}${g.straggler ? '  ◀ straggler' : ''}`, 8, g.y + 13);
-    if (g.straggler) { c.fillRect(0, g.y, 4, g.h - GAP); }
-    if (g.nvRows) this.drawNvtx(g);
-    let drawn = 0;
-    for (const t of g.tracks) drawn += this.drawTrack(t);
-    return drawn;
-  }
-
-  // The rank's stitched NVTX ranges: [rank, id, ts, dur, depth, name, late_rank, skew_ns, n];
-  // n > 1: a run of n ranges too narrow to draw apart, drawn lighter.
-  drawNvtx(g) {
-    const c = this.ctx, pw = this.plotWidth(), h = g.nvRows * NV_ROW;
-    c.fillStyle = '#f6f3fb';
-    c.fillRect(GUTTER, g.nvY, pw, h);
-    c.fillStyle = '#5b4a7a';
-    c.font = '11px system-ui, sans-serif';
-    c.fillText('NVTX (stitched)', 10, g.nvY + 11);
-    const ranges = this.data && this.data.byRank.get(g.rank);
-    if (!ranges) return;
-    const names = this.data.names, scale = pw / (this.view.t1 - this.view.t0);
-    c.save();
-    c.beginPath(); c.rect(GUTTER, g.nvY, pw, h); c.clip();
-    c.font = '10px system-ui, sans-serif';
-    for (const r of ranges) {
-      const [, id, ts, du, depth, ni, late, , n] = r;
-      let x = this.x(ts), w = Math.max(1, du * scale);
-      if (x + w < GUTTER || x > this.cssWidth) continue;
-      if (x < GUTTER - 1) { w -= GUTTER - 1 - x; x = GUTTER - 1; }
-      const y = g.nvY + Math.min(depth, g.nvRows - 1) * NV_ROW, name = ni >= 0 ? names[ni] : '';
-      const sel = this.nvSel && this.nvSel.id === id;
-      c.fillStyle = sel ? '#1d2330' : nvtxColor(name);
-      if (n > 1) c.globalAlpha = 0.55;   // a run of ranges too narrow to tell apart
-      c.fillRect(x, y + 1, w, NV_ROW - 2);
-      c.globalAlpha = 1;
-      if (late === g.rank) {   // this rank entered last: it held the others up
-        c.lineWidth = 1.5;
-        c.strokeStyle = '#c62828';
-        c.strokeRect(x + 0.75, y + 1.75, Math.max(1, w - 1.5), NV_ROW - 3.5);
-      }
-      if (w > 36) {
-        c.fillStyle = sel ? '#fff' : '#10131a';
-        c.fillText(fit(c, n > 1 ? `${n} × ${name}…` : name, w - 4), x + 2, y + 10);
-      }
-      this.hits.push({ x, y, w, h: NV_ROW, nvtx: id, rank: g.rank, late, n });
-      this.nvDrawn++;
-    }
-    c.restore();
-  }
-
-  drawTrack(t) {
-    const c = this.ctx, h = t.rows * ROW, pw = this.plotWidth();
-    c.fillStyle = '#fafbfc';
-    c.fillRect(GUTTER, t.y, pw, h);
-    c.fillStyle = '#4a5266';
-    c.font = '11px system-ui, sans-serif';
-    const label = `${t.kind === 'gpu_stream' ? 'GPU' : 'CPU'} ${t.name || t.id}`;
-    c.fillText(label.length > 28 ? label.slice(0, 27) + '…' : label, 10, t.y + 12);
-    const d = this.data && this.data.byTrack.get(t.id);
-    if (!d) return 0;
-    c.save();
-    c.beginPath(); c.rect(GUTTER, t.y, pw, h); c.clip();
-    this.drawDense(d, t, h);
-    const n = this.drawSlices(d, t);
-    this.drawHighlight(t, h);
-    c.restore();
-    return n;
-  }
-
-  drawDense(d, t, h) {
-    const c = this.ctx, cw = this.data.col_ns;
-    for (const [col, , busy] of d.dense) {
-      const x0 = this.x(this.data.t0 + col * cw), x1 = this.x(this.data.t0 + (col + 1) * cw);
-      c.fillStyle = `rgba(47, 111, 222, ${0.12 + 0.6 * busy})`;
-      c.fillRect(x0, t.y + (h - Math.max(3, h * busy)), Math.max(1, x1 - x0), Math.max(3, h * busy));
-    }
-  }
-
-  drawSlices(d, t) {
-    const c = this.ctx, names = this.data.names, scale = this.plotWidth() / (this.view.t1 - this.view.t0);
-    c.font = '10px system-ui, sans-serif';
-    for (const s of d.slices) {
-      const [id, ts, du, depth, ni, cat, coll] = s;
-      let x = this.x(ts), w = Math.max(1, du * scale);
-      if (x + w < GUTTER || x > this.cssWidth) continue;
-      if (x < GUTTER - 1) { w -= GUTTER - 1 - x; x = GUTTER - 1; }
-      const y = t.y + Math.min(depth, t.rows - 1) * ROW, name = ni >= 0 ? names[ni] : '';
-      c.fillStyle = this.selected === id ? '#1d2330' : colorOf(name, cat);
-      c.fillRect(x, y + 1, w, ROW - 2);
-      if (w > 36) {
-        c.fillStyle = this.selected === id ? '#fff' : '#10131a';
-        c.fillText(fit(c, name, w - 4), x + 2, y + 11);
-      }
-      this.hits.push({ x, y, w, h: ROW, id, coll, track: t.id });
-    }
-    return d.slices.length;
-  }
-
-  drawHighlight(t, h) {
-    if (!this.hl) return;
-    const c = this.ctx;
-    for (const m of this.hl.members) {
-      if (m.track !== t.id) continue;
-      const x0 = this.x(m.enter_ns), x1 = this.x(m.exit_ns);
-      c.lineWidth = 2;
-      c.strokeStyle = m.rank === this.hl.late_rank ? '#c62828' : '#f9a825';
-      c.strokeRect(x0, t.y + 1, Math.max(3, x1 - x0), h - 2);
-    }
-  }
-
-  drawHighlightLines() {
-    if (!this.hl || !this.hl.arrivals.length) return;
-    const c = this.ctx, a = this.hl.arrivals.map((r) => r.enter_ns);
-    c.save();
-    c.setLineDash([4, 3]);
-    c.strokeStyle = '#c62828';
-    for (const t of [Math.min(...a), Math.max(...a)]) {
-      const x = this.x(t);
-      if (x < GUTTER || x > this.cssWidth) continue;
-      c.beginPath(); c.moveTo(x, AXIS); c.lineTo(x, this.height); c.stroke();
-    }
-    c.restore();
-  }
-
-  drawAxis() {
-    const c = this.ctx, { t0, t1 } = this.view, pw = this.plotWidth();
-    const step = niceStep((t1 - t0) / Math.max(2, pw / 110));
-    c.fillStyle = '#fff';
-    c.fillRect(0, 0, this.cssWidth, AXIS - 2);
-    c.strokeStyle = '#dde1e8'; c.fillStyle = '#4a5266'; c.font = '11px system-ui, sans-serif';
-    for (let t = Math.ceil(t0 / step) * step; t <= t1; t += step) {
-      const x = this.x(t);
-      c.beginPath(); c.moveTo(x, AXIS - 8); c.lineTo(x, this.height); c.stroke();
-      c.fillText(dur(t), x + 3, 14);
-    }
+    if (!ds.firstPaint && f.slices + f.nvtx + f.strips > 0) ds.firstPaint = performance.now().toFixed(1);
   }
 
   // ---- interaction ----
@@ -331,8 +287,8 @@ export class Timeline {
   bind() {
     const cv = this.canvas;
     cv.addEventListener('wheel', (e) => {
-      if (e.shiftKey) return;   // shift+wheel scrolls the page
       e.preventDefault();
+      if (e.shiftKey) { this.wrap.scrollTop += e.deltaY || e.deltaX; return; }   // shift+wheel scrolls the rows
       const r = cv.getBoundingClientRect();
       if (Math.abs(e.deltaX) > Math.abs(e.deltaY)) this.pan(e.deltaX / this.plotWidth());
       else this.zoom(Math.exp(e.deltaY * 0.0015), e.clientX - r.left);
@@ -357,25 +313,38 @@ export class Timeline {
       cv.classList.remove('dragging');
       if (!d.moved) this.click(d.cx, d.cy);
     });
+    this.wrap.addEventListener('scroll', () => { this.draw(); this.refresh(); });
     this.wrap.addEventListener('keydown', (e) => this.key(e));
-    window.addEventListener('resize', () => { this.draw(); this.refresh(); });
+    window.addEventListener('resize', () => { this.maxH = 0; this.draw(); this.refresh(); });
   }
 
   key(e) {
-    const k = e.key;
+    const k = e.key, page = this.cssHeight - AXIS - 20;
     if (k === 'w' || k === '+' || k === '=') this.zoom(0.7);
     else if (k === 's' || k === '-') this.zoom(1 / 0.7);
     else if (k === 'a' || k === 'ArrowLeft') this.pan(-0.15);
     else if (k === 'd' || k === 'ArrowRight') this.pan(0.15);
     else if (k === '0') this.reset();
     else if (k === 'p' || k === 'P') this.togglePath().catch(this.onError);
+    else if (k === 'PageDown') this.wrap.scrollTop += page;
+    else if (k === 'PageUp') this.wrap.scrollTop -= page;
+    else if (k === 'ArrowDown' || k === 'ArrowUp') this.stepRank(k === 'ArrowDown' ? 1 : -1);
+    else if (k === 'Home') this.wrap.scrollTop = 0;
+    else if (k === 'End') this.wrap.scrollTop = this.wrap.scrollHeight;
     else return;
     e.preventDefault();
   }
 
+  // Scrolls one rank down (1) or up (-1): the next rank's top to the view's.
+  stepRank(dir) {
+    const top = this.wrap.scrollTop + AXIS, i = this.rows.indexAt(top), gs = this.rows.groups;
+    const g = dir > 0 ? gs[i + 1] : gs[i] && gs[i].y < top ? gs[i] : gs[i - 1];
+    if (g) this.wrap.scrollTop = g.y - AXIS;
+  }
+
   async click(x, y) {
     const hit = this.hits.slice().reverse().find((h) => x >= h.x && x <= h.x + Math.max(h.w, 2) && y >= h.y && y <= h.y + h.h);
-    if (!hit) { this.selected = null; this.hl = null; this.selectNvtx(null); this.showNothing(); this.draw(); return; }
+    if (!hit) { this.clickRow(x, y); return; }
     if (hit.nvtx) {
       this.selected = null;
       try { this.selectNvtx(await api.nvtx(hit.nvtx)); } catch (e) { this.onError(e); }
@@ -389,12 +358,26 @@ export class Timeline {
       const coll = hit.coll || s.collective;
       const inst = coll ? await api.collective(coll) : null;
       this.setHighlight(inst);
-      this.showSlice(s, inst);
+      showSlice(this.details, s, inst, this.rows.tracks.get(s.track));
     } catch (e) { this.onError(e); }
   }
 
+  // A click on no slice: a collapsed rank's strip or label expands it, an
+  // expanded rank's header band collapses it; anywhere else deselects.
+  clickRow(x, y) {
+    const cy = y + this.wrap.scrollTop, g = y >= AXIS ? this.rows.groupAt(cy) : null;
+    if (g && !this.rows.isExpanded(g)) { this.expand([g.rank], true); return; }
+    if (g && cy < g.y + HEAD) { this.expand([g.rank], false); return; }
+    this.selected = null;
+    this.hl = null;
+    this.selectNvtx(null);
+    showNothing(this.details);
+    this.draw();
+  }
+
   // Highlights a collective instance on every rank (and shows it when
-  // asked from a table: the view moves to it).
+  // asked from a table: the view moves to it, its late rank expanded and
+  // scrolled into view).
   async showInstance(row, move = true) {
     const inst = row.pg != null && row.seq != null ? await api.collectiveFind(row.pg, row.seq) : await api.collective(row.id);
     this.setHighlight(inst);
@@ -402,14 +385,15 @@ export class Timeline {
       const lo = Math.min(...inst.members.map((m) => m.enter_ns)), hi = Math.max(...inst.members.map((m) => m.exit_ns));
       const pad = Math.max(MIN_SPAN, (hi - lo) * 0.4);
       this.setView(lo - pad, hi + pad);
+      if (inst.late_rank != null && !this.rankInView(inst.late_rank)) this.goRank(inst.late_rank);
     }
-    this.showSlice(null, inst);
+    showSlice(this.details, null, inst);
   }
 
   setHighlight(inst) {
-    this.hl = inst;
+    this.hl = inst && { ...inst, byTrack: groupBy(inst.members, 'track'), byRank: groupBy(inst.members, 'rank') };
     const ds = this.canvas.dataset;
-    ds.highlight = inst ? [...new Set(inst.members.map((m) => m.rank))].sort((a, b) => a - b).join(',') : '';
+    ds.highlight = inst ? [...this.hl.byRank.keys()].sort((a, b) => a - b).join(',') : '';
     ds.lateRank = inst && inst.late_rank != null ? String(inst.late_rank) : '';
     this.draw();
   }
@@ -424,24 +408,12 @@ export class Timeline {
     if (!nv) return;
     this.hl = null;
     this.draw();
-    const box = clear(this.details);
-    box.append(el('h3', { text: nv.name || '(unnamed)' }));
-    box.append(el('p', { class: 'muted', text: 'stitched NVTX range' }));
-    box.append(kvTable([['path', nv.path], ['step', nv.step], ['occurrence', nv.occurrence], ['ranks', nv.ranks],
-      ['GPU time (all ranks)', nv.gpu_ns != null ? dur(nv.gpu_ns) : null], ['GPU ops', nv.gpu_ops]]));
-    box.append(el('p', {}, 'skew ', el('b', { text: dur(nv.skew_ns || 0) }),
-      nv.late_rank != null ? el('span', {}, ' · late rank ', el('b', { class: 'late', text: String(nv.late_rank) })) : ''));
-    const t = el('table');
-    t.append(el('tr', {}, el('td', { text: 'rank' }), el('td', { text: 'entered after the first' }), el('td', { text: 'duration' })));
-    for (const m of nv.members) {
-      t.append(el('tr', { class: m.rank === nv.late_rank ? 'late' : '' }, el('td', { text: String(m.rank) }),
-        el('td', { text: dur(m.lag_ns) }), el('td', { text: dur(m.dur_ns) })));
-    }
-    box.append(t);
+    showNvtx(this.details, nv);
   }
 
   // The critical path of the step that overlaps the view most (off when
-  // drawn), with its summary and segments in the details.
+  // drawn), with its summary and segments in the details; its ranks are
+  // brought into view (expanded when there are few).
   async togglePath() {
     const ds = this.canvas.dataset;
     if (this.path) {
@@ -463,115 +435,23 @@ export class Timeline {
     this.path = p;
     const ranks = [...new Set(p.segments.map((s) => s.rank))].sort((a, b) => a - b);
     Object.assign(ds, { path: String(p.segments.length), pathStep: String(p.step), pathRanks: ranks.join(',') });
+    if (ranks.length <= EXPAND_PATH_RANKS) this.expand(ranks);
+    if (ranks.length && !ranks.some((r) => this.rankInView(r))) this.scrollToRank(ranks[0]);
     if (best.start_ns < t0 || best.end_ns > t1 || best.end_ns - best.start_ns < (t1 - t0) / 2) {
       const pad = (best.end_ns - best.start_ns) * 0.05;
       this.setView(best.start_ns - pad, best.end_ns + pad);
     } else {
       this.draw();
     }
-    const info = (rep.steps || []).find((s) => s.step === p.step);
-    const box = clear(this.details);
-    box.append(el('h3', { text: `critical path · step ${p.step}` }));
-    if (info) box.append(el('p', {}, el('b', { text: dur(info.path_ms * 1e6) }), ` across ${info.ranks} rank(s): ${info.summary}`));
-    const t = el('table');
-    t.append(el('tr', {}, ...['rank', 'kind', 'what', 'time', 'GPU'].map((h) => el('td', { text: h }))));
-    for (const s of p.segments) {
-      const what = s.kind === 'comm' ? `${s.name} on ${s.dim || s.pg || '?'}` : s.name;
-      t.append(el('tr', { class: s.kind === 'comm' ? 'path-comm' : 'path-work' }, el('td', { text: String(s.rank) }),
-        el('td', { text: s.kind }), el('td', { text: what }), el('td', { text: dur(s.end_ns - s.start_ns) }),
-        el('td', { text: s.kind === 'work' ? dur(s.compute_ns) : '' })));
-    }
-    box.append(t);
-  }
-
-  drawPath() {
-    if (!this.path) return;
-    const c = this.ctx, segs = this.path.segments, byRank = new Map(this.groups.map((g) => [g.rank, g]));
-    const lo = GUTTER, hi = this.cssWidth;
-    const yOf = (g) => g.y + HEAD - 8;
-    c.save();
-    let prev = null;
-    for (const s of segs) {
-      const g = byRank.get(s.rank);
-      if (!g) continue;
-      const x0 = Math.max(lo, this.x(s.start_ns)), x1 = Math.min(hi, this.x(s.end_ns));
-      if (x1 > x0 - 1) {
-        c.fillStyle = s.kind === 'comm' ? '#1565c0' : '#e65100';
-        c.fillRect(x0, yOf(g), Math.max(2, x1 - x0), 6);
-        if (s.kind === 'work' && s.compute_ns > 0 && s.end_ns > s.start_ns) {   // the compute share, darker
-          c.fillStyle = '#8d2a00';
-          c.fillRect(x0, yOf(g) + 4, Math.max(1, (x1 - x0) * (s.compute_ns / (s.end_ns - s.start_ns))), 2);
-        }
-      }
-      if (prev && prev.rank !== s.rank) {
-        const gp = byRank.get(prev.rank), x = this.x(s.start_ns);
-        if (gp && x >= lo && x <= hi) {
-          c.strokeStyle = '#e65100';
-          c.lineWidth = 2;
-          c.beginPath(); c.moveTo(x, yOf(gp) + 3); c.lineTo(x, yOf(g) + 3); c.stroke();
-        }
-      }
-      prev = s;
-    }
-    c.restore();
-  }
-
-  showNothing() { clear(this.details).append(el('p', { class: 'muted', text: 'Click a slice.' })); }
-
-  showSlice(s, inst) {
-    const box = clear(this.details);
-    if (s) {
-      box.append(el('h3', { text: s.name || '(unnamed)' }));
-      const rows = [['rank', s.rank], ['track', `${s.kind === 'gpu_stream' ? 'GPU' : 'CPU'} ${s.track_name || s.track}`],
-        ['category', s.category], ['start', dur(s.ts)], ['duration', dur(s.dur)], ['depth', s.depth],
-        ['slice id', s.id], ['correlation', s.correlation], ['iteration', s.iteration], ['bytes', s.bytes]];
-      box.append(kvTable(rows));
-    }
-    if (inst) box.append(instanceView(inst));   // the instance before the long args list
-    if (s && s.args && typeof s.args === 'object') {
-      box.append(el('h3', { text: 'arguments' }));
-      box.append(kvTable(Object.entries(s.args).map(([k, v]) => [k, typeof v === 'object' ? JSON.stringify(v) : v])));
-    }
+    showPath(this.details, p, (rep.steps || []).find((s) => s.step === p.step));
   }
 }
 
-function kvTable(rows) {
-  const t = el('table');
-  for (const [k, v] of rows) if (v != null && v !== '') t.append(el('tr', {}, el('td', { text: k }), el('td', { text: String(v) })));
-  return t;
-}
-
-function instanceView(inst) {
-  const box = el('div', { class: 'instance' });
-  box.append(el('h3', { text: `${inst.op} · pg ${inst.pg} · seq ${inst.seq ?? '?'}` }));
-  box.append(el('p', {}, 'skew ', el('b', { text: dur(inst.skew_us * 1000) }),
-    inst.late_rank != null ? el('span', {}, ' · late rank ', el('b', { class: 'late', text: String(inst.late_rank) })) : ''));
-  const t = el('table');
-  t.append(el('tr', {}, el('td', { text: 'rank' }), el('td', { text: 'arrived after the first' })));
-  for (const a of inst.arrivals) {
-    t.append(el('tr', { class: a.rank === inst.late_rank ? 'late' : '' }, el('td', { text: String(a.rank) }), el('td', { text: dur(a.lag_us * 1000) })));
+function groupBy(rows, key) {
+  const m = new Map();
+  for (const r of rows) {
+    if (!m.has(r[key])) m.set(r[key], []);
+    m.get(r[key]).push(r);
   }
-  box.append(t);
-  return box;
-}
-
-// NVTX ranges: a stable colour per name, lighter than the slices below.
-function nvtxColor(name) {
-  let h = 7;
-  for (let i = 0; i < (name || '').length; i++) h = (h * 31 + name.charCodeAt(i)) >>> 0;
-  return `hsl(${h % 360}, 60%, ${72 + (h >> 9) % 10}%)`;
-}
-
-function niceStep(raw) {
-  const p = Math.pow(10, Math.floor(Math.log10(Math.max(raw, 1))));
-  for (const m of [1, 2, 5, 10]) if (m * p >= raw) return m * p;
-  return 10 * p;
-}
-
-function fit(c, text, w) {
-  if (!text) return '';
-  if (c.measureText(text).width <= w) return text;
-  let n = Math.floor((text.length * w) / c.measureText(text).width);
-  while (n > 1 && c.measureText(text.slice(0, n) + '…').width > w) n--;
-  return n > 1 ? text.slice(0, n) + '…' : '';
+  return m;
 }
