@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# One step per iteration on unannotated loops that are not one
+# optimizer.step() per backward (issue 22, item 3), run with Debian's torch
+# under `mpirun -n 1 htamerge`: gradient accumulation (4 backwards per
+# update: 12 steps, not 48), two optimizers (20 steps, not 40), and a
+# manual SGD update with no optimizer object (20 steps, inferred from the
+# period of the hooks' backward ranges).
+# Skips (77) when $HTAMERGE_PYTHON (default /usr/bin/python3) has no torch.
+set -u
+. "$(dirname "$0")/../lib.sh"
+H=${HTAMERGE:?}
+export HTAMERGE_PYTHON=${HTAMERGE_PYTHON:-/usr/bin/python3}
+SRC=${HM_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+"$HTAMERGE_PYTHON" -c 'import torch' >/dev/null 2>&1 || skip "$HTAMERGE_PYTHON has no torch"
+mpi_env
+export OMP_NUM_THREADS=1
+export ASAN_OPTIONS=${ASAN_OPTIONS:-}:detect_leaks=0
+hm_tmpdir step_patterns
+
+for case in accum:12:hooks twoopt:20:hooks manual:20:inferred; do
+    IFS=: read -r mode want source <<<"$case"
+    mkdir -p "$T/$mode" && cd "$T/$mode" || exit 1
+    MODE=$mode run_mpi 240 -n 1 --bind-to none -x MODE -x OMP_NUM_THREADS "$H" -o "$mode.db" \
+        "$SRC/tests/integration/py/step_patterns.py" >"$mode.log" 2>&1 || fail "$mode: the run failed: $(tail -3 "$mode.log")"
+    got=$(sql1 "$mode.db" "SELECT count(*) || ' ' || group_concat(DISTINCT source) FROM steps")
+    [ "$got" = "$want $source" ] || fail "$mode: steps '$got', want '$want $source'"
+done
+finish
