@@ -1,4 +1,5 @@
 /* Command-line value parsers shared by the subcommands. */
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +46,19 @@ int cli_parse_list(const char *s, int64_t **out)
 bad:
     free(v);
     return -1;
+}
+
+int cli_parse_int(const char *s, int lo, int hi, int *out)
+{
+    char *end = NULL;
+    long v;
+
+    errno = 0;
+    v = s && *s ? strtol(s, &end, 10) : 0;
+    if (!s || !*s || *end || errno || v < lo || v > hi)
+        return -1;
+    *out = (int)v;
+    return 0;
 }
 
 int cli_parse_format(const char *s, enum qry_format *f)

@@ -31,6 +31,10 @@ int cli_parse_list(const char *s, int64_t **out);
 /* Parses --format: table, json or csv; 0, or -1 for anything else. */
 int cli_parse_format(const char *s, enum qry_format *f);
 
+/* A whole decimal integer within [lo, hi] into *out; 0, or -1 when s is
+ * empty, has anything else, or is out of range. */
+int cli_parse_int(const char *s, int lo, int hi, int *out);
+
 /* Parses --color WHEN: 1 always, 0 never, auto (whether a person reads
  * stdout at a colour terminal; see args.c), -1 for an unknown WHEN. */
 int cli_parse_color(const char *when);

@@ -61,15 +61,13 @@ int cli_serve(int argc, char **argv)
         case 'l': o.listen = optarg; break;
         case 't': o.token = optarg; break;
         case 'T':
-            o.timeout_s = atoi(optarg);
-            if (o.timeout_s < 1 || o.timeout_s > 3600) {
+            if (cli_parse_int(optarg, 1, 3600, &o.timeout_s)) {
                 hm_say("serve: bad --timeout '%s' (1 to 3600 seconds)", optarg);
                 return CLI_EXIT_USAGE;
             }
             break;
         case 'M':
-            o.memory_mb = atoi(optarg);
-            if (o.memory_mb < 64 || o.memory_mb > 1048576) {
+            if (cli_parse_int(optarg, 64, 1048576, &o.memory_mb)) {
                 hm_say("serve: bad --memory '%s' (64 to 1048576 MiB)", optarg);
                 return CLI_EXIT_USAGE;
             }

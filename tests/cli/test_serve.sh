@@ -177,6 +177,8 @@ expect 200 "static without token" /
 grep -q 'token' "$T/err" || fail "non-loopback refusal does not mention the token"
 "$H" serve "$T/tf.db" --listen '[::]:0' >/dev/null 2>&1; [ $? = 2 ] || fail "[::] without token accepted"
 "$H" serve "$T/tf.db" --listen 'nonsense:port' >/dev/null 2>&1; [ $? = 2 ] || fail "bad --listen accepted"
+"$H" serve "$T/tf.db" --memory 10 >/dev/null 2>&1; [ $? = 2 ] || fail "--memory 10 (under 64 MiB) accepted"
+"$H" serve "$T/tf.db" --memory lots >/dev/null 2>&1; [ $? = 2 ] || fail "--memory lots accepted"
 "$H" serve "$T/none.db" --listen 127.0.0.1:0 >/dev/null 2>&1; [ $? = 1 ] || fail "missing file: not exit 1"
 
 # ---- a new file renamed over the served one ----
