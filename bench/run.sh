@@ -135,8 +135,8 @@ put largest_json_bytes "$largest"
 put total_json_bytes "$total_json"
 put total_gz_bytes "$total_gz"
 
-# SQLite page cache the writer asks for (store/writer.c), in bytes.
-cs=$(sed -n 's/.*PRAGMA cache_size = \(-\{0,1\}[0-9]*\).*/\1/p' store/writer.c | head -1)
+# SQLite page cache the writer asks for (store/writer_int.h), in bytes.
+cs=$(sed -n 's/.*PRAGMA cache_size = \(-\{0,1\}[0-9]*\).*/\1/p' store/writer_int.h | head -1)
 ps=$(sed -n 's/.*PRAGMA page_size = \([0-9]*\).*/\1/p' store/writer.c | head -1)
 ps=${ps:-4096}
 if [ -z "$cs" ]; then cache=$((2000 * 1024))        # SQLite's default: -2000 (KiB)

@@ -1,10 +1,12 @@
 /* Offline ingest driver: a pool of parser threads feeding the one writer.
  *
- * Slot i belongs to file i. A parser claims the next file only while it is
- * fewer than `window` files ahead of the writer, which bounds memory to
- * about `window` parsed batches plus the JSON buffers being parsed. The
- * writer (the calling thread) takes slots in order, checks the rank, and
- * stores the batch and its analyses. */
+ * File i goes through slot i % window. A parser claims the next file only
+ * while it is fewer than `window` files ahead of the writer, which bounds
+ * memory to about `window` parsed batches plus the JSON buffers being
+ * parsed, and makes that slot free; so the slots, like the rest of the
+ * pool, do not grow with the number of files. The writer (the calling
+ * thread) takes slots in order, checks the rank, and stores the batch and
+ * its analyses. */
 #include "ingest.h"
 
 #include <pthread.h>
@@ -29,7 +31,7 @@ struct pool {
     char *const *files;          /* borrowed */
     size_t nfiles;
     const struct mrg_ingest_opts *opts;
-    struct mrg_slot *slots;      /* owned, one per file */
+    struct mrg_slot *slots;      /* owned, window of them: file i uses slots[i % window] */
     size_t next;                 /* next file to claim */
     size_t written;              /* files the writer has consumed */
     size_t window;
@@ -41,7 +43,7 @@ struct pool {
 /* Parses and analyses one file into its slot, outside the lock. */
 static void parse_one(struct pool *p, size_t i)
 {
-    struct mrg_slot *s = &p->slots[i];
+    struct mrg_slot *s = &p->slots[i % p->window];
     struct src_kineto_opts ko = {.keep_args = p->opts->keep_args};
     struct an_options hta = {0}, all = {.all_steps = 1};
 
@@ -67,11 +69,11 @@ static void *parser_main(void *arg)
         if (p->stop || p->next >= p->nfiles)
             break;
         size_t i = p->next++;
-        p->slots[i].state = 1;
+        p->slots[i % p->window].state = 1;
         pthread_mutex_unlock(&p->mu);
         parse_one(p, i);
         pthread_mutex_lock(&p->mu);
-        p->slots[i].state = 2;
+        p->slots[i % p->window].state = 2;
         pthread_cond_broadcast(&p->cv);
     }
     pthread_mutex_unlock(&p->mu);
@@ -373,17 +375,19 @@ static int drain(struct pool *p, struct mrg_writer *w, struct mrg_ingest_stats *
     double t_busy = 0;
 
     for (size_t i = 0; i < p->nfiles && rc == 0; i++) {
+        struct mrg_slot *s = &p->slots[i % p->window];
         pthread_mutex_lock(&p->mu);
-        while (p->slots[i].state != 2)
+        while (s->state != 2)
             pthread_cond_wait(&p->cv, &p->mu);
         pthread_mutex_unlock(&p->mu);
         t_busy -= hm_mono_s();
-        rc = mrg_store_slot(&store, i, &p->slots[i], err);
-        if (p->slots[i].batch)
-            st->bytes_json += p->slots[i].batch->source_bytes;
-        mrg_release_slot(&p->slots[i]);
+        rc = mrg_store_slot(&store, i, s, err);
+        if (s->batch)
+            st->bytes_json += s->batch->source_bytes;
+        mrg_release_slot(s);
         t_busy += hm_mono_s();
         pthread_mutex_lock(&p->mu);
+        s->state = 0;   /* free for file i + window */
         p->written = i + 1;
         if (rc != 0)
             p->stop = 1;
@@ -429,7 +433,7 @@ int mrg_ingest(char *const *files, size_t nfiles, const struct mrg_ingest_opts *
     if ((size_t)njobs > nfiles)
         njobs = (int)nfiles;
     p.window = (size_t)njobs + 1;
-    p.slots = calloc(nfiles, sizeof *p.slots);
+    p.slots = calloc(p.window, sizeof *p.slots);
     th = calloc((size_t)njobs, sizeof *th);
     if (!p.slots || !th) {
         rc = hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
@@ -470,7 +474,7 @@ out_abort:
     pthread_mutex_unlock(&p.mu);
     for (int i = 0; i < started; i++)
         pthread_join(th[i], NULL);
-    for (size_t i = 0; i < nfiles; i++)
+    for (size_t i = 0; i < p.window; i++)
         mrg_release_slot(&p.slots[i]);
     pthread_mutex_destroy(&p.mu);
     pthread_cond_destroy(&p.cv);

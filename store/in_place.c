@@ -49,7 +49,7 @@ static const char *const live_pragmas[] = {
     "PRAGMA page_size = 65536",
     "PRAGMA journal_mode = WAL",
     "PRAGMA synchronous = NORMAL",
-    "PRAGMA cache_size = -262144",
+    WR_CACHE_PRAGMA,
 };
 
 int mrg_writer_mark_failed(struct mrg_writer *w, const char *status)
@@ -244,7 +244,7 @@ struct mrg_writer *mrg_writer_reopen(const char *path, struct hm_err *err)
     }
     /* Not the load's journal_mode OFF: a failed re-analysis must roll back
      * to the file as it was, which only a journal can do. */
-    if (wr_exec(w, "PRAGMA cache_size = -262144", err, "setting up the database") ||
+    if (wr_exec(w, WR_CACHE_PRAGMA, err, "setting up the database") ||
         wr_exec(w, "BEGIN IMMEDIATE", err, "starting the re-analysis") || reopen_check(w, err) ||
         add_new_columns(w, err) || wr_prepare_statements(w, err))
         goto fail;

@@ -101,14 +101,13 @@ static const char *const stmt_sql[ST__COUNT] = {
  * first). No journal: a failed load is deleted, never rolled back. Page
  * size: 4, 16 and 64 KiB load within 1% of each other (instruction counts);
  * 64 KiB makes the full scans readers do (reports, SQL) touch fewer pages.
- * Cache: 256 MiB; 1 GiB made no difference to the load and slowed the
- * index builds. */
+ * Cache: WR_CACHE_PRAGMA (writer_int.h). */
 static const char *const load_pragmas[] = {
     "PRAGMA page_size = 65536",
     "PRAGMA journal_mode = OFF",
     "PRAGMA synchronous = OFF",
     "PRAGMA locking_mode = EXCLUSIVE",
-    "PRAGMA cache_size = -262144",
+    WR_CACHE_PRAGMA,
 };
 
 #define PAGES_COLUMNS(X) X(PG_COUNT, "page_count")

@@ -18,6 +18,16 @@
 #define PAGE_SIZE_BYTES 65536       /* as in load_pragmas (writer.c) */
 #define UNMAPPED UINT32_MAX         /* batch string not yet mapped */
 
+/* SQLite's page cache for every writer connection, and with it the memory
+ * CREATE INDEX sorts in before it spills to temporary files. The writer
+ * appends rows and reads a rank back soon after writing it, so a small
+ * cache misses little: on 2 cores 16 MiB loaded 1,024 ranks (1 M slices)
+ * and 64 x 55 MB of traces (9.7 M slices) as fast as 256 MiB did (fewer
+ * page faults), and 256 MiB of pages, filled as the file grew, were most
+ * of ingest's peak memory (bench/RESULTS.md, "Scale"). bench/run.sh reads
+ * the value from here. */
+#define WR_CACHE_PRAGMA "PRAGMA cache_size = -16384"
+
 /* Slices go in SLICE_ROWS rows per statement (see rows.c). */
 #define SLICE_ROWS 32
 #define SLICE_COLS 14

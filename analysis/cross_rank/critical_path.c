@@ -27,7 +27,8 @@ struct ival {
 
 /* What the walk needs of one rank. */
 struct rank_facts {
-    size_t *coll;            /* indexes into x->coll of its matched calls, by exit */
+    size_t *coll;            /* borrowed from calls_by_rank's array: indexes into
+                                x->coll of its matched calls, by exit */
     size_t ncoll;
     struct ival *comp;       /* union of its computation kernels, sorted, disjoint */
     size_t ncomp;
@@ -42,19 +43,44 @@ static int cmp_exit(const void *pa, const void *pb)
     return a->exit < b->exit ? -1 : a->exit > b->exit;
 }
 
+static int on_path(const struct xr_ctx *x, const struct xr_coll *c)
+{
+    return c->rank >= 0 && c->rank < x->nranks && c->inst >= 0 && x->inst.v[c->inst].n >= 2 &&
+           c->exit > c->enter;
+}
+
+/* The calls that can be on a path, grouped by rank in one array (owned by
+ * the caller): rank r's are facts[r].coll[0 .. ncoll). One pass over the
+ * calls for all ranks, so memory and time stay linear in calls and ranks. */
+static size_t *calls_by_rank(struct xr_ctx *x, struct rank_facts *facts)
+{
+    size_t *all = malloc((x->coll.n ? x->coll.n : 1) * sizeof *all), at = 0;
+
+    if (!all)
+        return NULL;
+    for (size_t i = 0; i < x->coll.n; i++)
+        if (on_path(x, &x->coll.v[i]))
+            facts[x->coll.v[i].rank].ncoll++;
+    for (int r = 0; r < x->nranks; r++) {
+        facts[r].coll = all + at;
+        at += facts[r].ncoll;
+        facts[r].ncoll = 0;
+    }
+    for (size_t i = 0; i < x->coll.n; i++)
+        if (on_path(x, &x->coll.v[i])) {
+            struct rank_facts *f = &facts[x->coll.v[i].rank];
+            f->coll[f->ncoll++] = i;
+        }
+    return all;
+}
+
 static int facts_of(struct xr_ctx *x, const struct xr_rank *k, struct rank_facts *f)
 {
     size_t n = 0;
 
-    f->coll = malloc((x->coll.n ? x->coll.n : 1) * sizeof *f->coll);
     f->comp = malloc((k->gpu.n ? k->gpu.n : 1) * sizeof *f->comp);
-    if (!f->coll || !f->comp || xr_phases_of(x, k, &f->phases))
+    if (!f->comp || xr_phases_of(x, k, &f->phases))
         return HM_ENOMEM;
-    for (size_t i = 0; i < x->coll.n; i++) {
-        const struct xr_coll *c = &x->coll.v[i];
-        if (c->rank == k->rank && c->inst >= 0 && x->inst.v[c->inst].n >= 2 && c->exit > c->enter)
-            f->coll[f->ncoll++] = i;
-    }
     sort_ctx = x;
     xr_sort(f->coll, f->ncoll, sizeof *f->coll, cmp_exit);
     for (size_t i = 0; i < k->gpu.n; i++) {   /* k->gpu is sorted by start */
@@ -69,12 +95,15 @@ static int facts_of(struct xr_ctx *x, const struct xr_rank *k, struct rank_facts
         }
     }
     f->ncomp = n;
+    if (n < k->gpu.n) {   /* every rank's union is held until the walks end */
+        struct ival *c = realloc(f->comp, (n ? n : 1) * sizeof *c);
+        f->comp = c ? c : f->comp;
+    }
     return 0;
 }
 
 static void facts_free(struct rank_facts *f)
 {
-    free(f->coll);
     free(f->comp);
     xr_phases_free(&f->phases);
 }
@@ -278,11 +307,12 @@ static int store_step(struct xr_ctx *x, sqlite3_stmt *st, int64_t number, const 
 int xr_critical_path(struct xr_ctx *x, struct hm_err *err)
 {
     struct rank_facts *facts = calloc(x->nranks > 0 ? (size_t)x->nranks : 1, sizeof *facts);
+    size_t *calls = facts ? calls_by_rank(x, facts) : NULL;
     int64_t *numbers = NULL;
     size_t nnum = 0, cap = 0;
     seg_vec path = {0};
     sqlite3_stmt *st = NULL;
-    int rc = facts ? 0 : HM_ENOMEM;
+    int rc = calls ? 0 : HM_ENOMEM;
 
     for (int r = 0; r < x->nranks && rc == 0; r++) {
         const struct xr_rank *k = &x->ranks[r];
@@ -320,6 +350,7 @@ int xr_critical_path(struct xr_ctx *x, struct hm_err *err)
     for (int r = 0; facts && r < x->nranks; r++)
         facts_free(&facts[r]);
     free(facts);
+    free(calls);
     free(numbers);
     HM_VEC_FREE(path);
     return rc;

@@ -3,7 +3,7 @@
 # collector would start them (torchrun environment, one shared run start),
 # with rank 1 a 20 ms straggler. Checks the traces (valid JSON, steps, Seq,
 # equal collective exits, late enters, duration inversion, nesting), the
-# wall time, determinism, --gzip, --fail-at / --crash-at, bad arguments,
+# wall time, determinism, --gzip, --ranks, --fail-at / --crash-at, bad arguments,
 # and, when htamerge is built, that `htamerge ingest` accepts the output.
 set -u
 . "$(dirname "$0")/../lib.sh"
@@ -132,6 +132,26 @@ RANK=1 WORLD_SIZE=3 LOCAL_RANK=1 HTAMERGE_TRACE_DIR=$T/detgz HTAMERGE_RUN_START_
 [ "$(ls "$T/deta" | sed 's/^.*_[0-9]*\.//')" = "$(ls "$T/detb" | sed 's/^.*_[0-9]*\.//')" ] || fail "file names differ beyond host/pid"
 [ "$(ls "$T/detgz" | grep -c '\.pt\.trace\.json\.gz$')" = 2 ] || fail "--gzip file names"
 [ "$(zcat "$T"/detgz/* | md5sum)" = "$(cat "$T"/deta/* | md5sum)" ] || fail "--gzip content differs"
+
+# ---- --ranks N: one command writes every rank's files as the per-rank invocations do ----
+R_ARGS=(--steps 3 --cycle 2 --straggler 2:5 --step-ms 10 --gzip)
+RANK=1 HTAMERGE_TRACE_DIR=$T/all HTAMERGE_RUN_START_NS=$PAST "$SYN" --ranks 3 "${R_ARGS[@]}" 2>"$T/all.err" ||
+    fail "--ranks 3 exited $?"
+for r in 0 1 2; do
+    RANK=$r WORLD_SIZE=3 LOCAL_RANK=$r HTAMERGE_TRACE_DIR=$T/each HTAMERGE_RUN_START_NS=$PAST \
+        "$SYN" "${R_ARGS[@]}" 2>/dev/null || fail "per-rank run $r"
+done
+[ "$(grep -c '^htamerge-synth: rank [0-2] wrote 2 files' "$T/all.err")" = 3 ] || fail "--ranks 3 summaries: $(cat "$T/all.err")"
+[ "$(ls "$T/all" | sed 's/^.*_\([0-9]*\)\..*$/\1/' | sort -u | wc -l)" = 3 ] || fail "--ranks 3: one pid per rank in the file names"
+sums() { for f in "$1"/*; do zcat "$f" | md5sum; done | sort; }
+[ "$(sums "$T/all")" = "$(sums "$T/each")" ] || fail "--ranks 3 traces differ from the per-rank invocations'"
+for bad in "--ranks 0" "--ranks x" "--ranks=-1"; do
+    # shellcheck disable=SC2086
+    HTAMERGE_TRACE_DIR=$T/bad "$SYN" $bad 2>/dev/null
+    [ $? = 2 ] || fail "'$bad' did not exit 2"
+done
+HTAMERGE_TRACE_DIR=$T/rfail HTAMERGE_RUN_START_NS=$PAST "$SYN" --ranks 3 --steps 4 --cycle 2 --fail-at 1 2>/dev/null
+[ $? = 3 ] && [ "$(ls "$T/rfail" | wc -l)" = 1 ] || fail "--ranks 3 --fail-at 1: exit 3 after rank 0's first file"
 
 # ---- failures: --fail-at exits 3 keeping completed cycles, --crash-at dies of SIGSEGV ----
 HTAMERGE_TRACE_DIR=$T/fail HTAMERGE_RUN_START_NS=$PAST "$SYN" --steps 4 --cycle 2 --fail-at 1 2>"$T/fail.err"

@@ -5,7 +5,10 @@
  * each step, plan it (synth_sched.c), sleep until it starts, write its events
  * (synth_emit.c), sleep until it ends, and at the end of each profiler cycle
  * write one trace file (synth_out.c). It never talks to the other ranks:
- * they all follow one schedule on the shared CLOCK_REALTIME. */
+ * they all follow one schedule on the shared CLOCK_REALTIME. --ranks N
+ * writes a whole job's corpus from one command: each rank is a forked
+ * child that runs the same loop, so its files (and its pid in their names)
+ * are those of a per-rank invocation, without N program starts. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE 1
 #endif
@@ -17,7 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #define EXIT_USAGE 2
 #define EXIT_FAIL_AT 3
@@ -25,6 +30,7 @@
 static const char usage[] =
     "usage: htamerge-synth [--steps N] [--step-ms MS] [--cycle K] [--straggler R:MS]...\n"
     "                      [--gzip] [--fail-at STEP] [--crash-at STEP] [--nccl-kernel NAME]\n"
+    "                      [--ranks N]\n"
     "Simulates a profiled training rank (no GPU): N steps (default 8) of period MS\n"
     "(default 50 ms) from HTAMERGE_RUN_START_NS (Unix ns, the same on every rank;\n"
     "default: now rounded up to 100 ms), each with forward, backward, optimizer and\n"
@@ -34,7 +40,10 @@ static const char usage[] =
     "repeat). --fail-at S: exit 3 after step S; --crash-at S: die of SIGSEGV.\n"
     "--nccl-kernel NAME: the allreduce kernel's name (default\n"
     "ncclDevKernel_AllReduce_Sum_f32_RING_LL, NCCL >= 2.19; older NCCL:\n"
-    "ncclKernel_AllReduce_RING_LL_Sum_float).\n";
+    "ncclKernel_AllReduce_RING_LL_Sum_float).\n"
+    "--ranks N: write ranks 0..N-1 of a job of N (WORLD_SIZE = N, RANK ignored,\n"
+    "LOCAL_RANK = rank mod LOCAL_WORLD_SIZE, default 8), one after another, each\n"
+    "as its own invocation would; a corpus for benchmarks and tests.\n";
 
 /* Parses a whole decimal integer in [lo, hi]. */
 static int parse_int(const char *s, long long lo, long long hi, long long *out)
@@ -90,14 +99,16 @@ static int64_t now_ns(void)
     return (int64_t)ts.tv_sec * SYN_NS_PER_S + ts.tv_nsec;
 }
 
-/* Rank, world, trace folder and run start from the environment. */
-static int read_env(struct syn_cfg *c)
+/* Rank, world, trace folder and run start from the environment; a world
+ * of ranks > 0 (--ranks) replaces WORLD_SIZE and RANK. */
+static int read_env(struct syn_cfg *c, int ranks)
 {
-    long long rank, world, local, start;
+    long long rank = 0, world = ranks, local, start;
     const char *dir = getenv("HTAMERGE_TRACE_DIR");
 
-    if (env_int("WORLD_SIZE", 1, 1, 1 << 20, &world) || env_int("RANK", 0, 0, world - 1, &rank) ||
-        env_int("LOCAL_RANK", 0, 0, 1 << 20, &local) ||
+    if (!ranks && (env_int("WORLD_SIZE", 1, 1, 1 << 20, &world) || env_int("RANK", 0, 0, world - 1, &rank)))
+        return -1;
+    if (env_int("LOCAL_RANK", 0, 0, 1 << 20, &local) ||
         env_int("HTAMERGE_RUN_START_NS", -1, SYN_NS_PER_S, INT64_MAX / 2, &start))
         return -1;
     c->rank = (int)rank;
@@ -142,6 +153,8 @@ static int set_option(struct syn_cfg *c, const char *opt, const char *val)
         c->nccl_kernel = val;
         return *val ? 0 : -1;
     }
+    if (!strcmp(opt, "--ranks"))
+        return 0;   /* taken before the environment (ranks_arg) */
     if (!strcmp(opt, "--step-ms"))
         return parse_ms(val, &c->period_ns) != 0 || c->period_ns < SYN_NS_PER_MS ? -1 : 0;
     if (parse_int(val, 0, 10000000, &v) != 0)
@@ -188,6 +201,28 @@ static int parse_args(struct syn_cfg *c, int argc, char **argv)
         }
     }
     return 0;
+}
+
+/* The value of --ranks (0 without one), needed before the environment is
+ * read. -1 after printing why it is bad. */
+static int ranks_arg(int argc, char **argv)
+{
+    long long n = 0;
+
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = NULL;
+        if (!strncmp(a, "--ranks=", 8))
+            v = a + 8;
+        else if (!strcmp(a, "--ranks") && i + 1 < argc)
+            v = argv[++i];
+        else if (strncmp(a, "--", 2) == 0 && !strchr(a, '=') && strcmp(a, "--gzip") && i + 1 < argc)
+            i++;   /* another option's value, which could read "--ranks" */
+        if (v && parse_int(v, 1, 1 << 20, &n) != 0) {
+            fprintf(stderr, "htamerge-synth: bad value '%s' for --ranks\n%s", v, usage);
+            return -1;
+        }
+    }
+    return (int)n;
 }
 
 /* mkdir -p: creates dir and any missing parents. Returns 0 or -1 (errno). */
@@ -281,16 +316,59 @@ static int run(const struct syn_cfg *c, struct syn_sched *s, struct syn_emit *e)
     return 0;
 }
 
+/* A child's wait status as this program's exit status. */
+static int exit_status(int st)
+{
+    return WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : 1;
+}
+
+/* --ranks: ranks 0..world-1 one after another, each in a forked child (its
+ * own pid, as the file names want) running run(). Stops at the first rank
+ * that fails and returns its status. */
+static int run_ranks(struct syn_cfg *c, struct syn_emit *e)
+{
+    long long lws;
+    int st;
+
+    if (env_int("LOCAL_WORLD_SIZE", 8, 1, 1 << 20, &lws))
+        return EXIT_USAGE;
+    for (int r = 0; r < c->world; r++) {
+        pid_t pid;
+        fflush(NULL);
+        if ((pid = fork()) < 0) {
+            fprintf(stderr, "htamerge-synth: fork: %s\n", strerror(errno));
+            return 1;
+        }
+        if (pid == 0) {
+            struct syn_sched *s;
+            c->rank = r;
+            c->local_rank = (int)(r % lws);
+            s = syn_sched_new(c);
+            if (!s) {
+                fprintf(stderr, "htamerge-synth: out of memory\n");
+                exit(1);
+            }
+            exit(run(c, s, e));
+        }
+        while (waitpid(pid, &st, 0) < 0)
+            if (errno != EINTR)
+                return 1;
+        if (st != 0)
+            return exit_status(st);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     struct syn_cfg c = {.steps = 8, .cycle = 4, .period_ns = 50 * SYN_NS_PER_MS, .fail_at = -1, .crash_at = -1};
     struct syn_sched *s = NULL;
     struct syn_emit e;
-    int rc = EXIT_USAGE, pr;
+    int rc = EXIT_USAGE, pr, ranks = ranks_arg(argc, argv);
     struct stat st;
 
     signal(SIGPIPE, SIG_IGN);   /* a dead gzip child is an error, not our death */
-    if (read_env(&c) != 0)
+    if (ranks < 0 || read_env(&c, ranks) != 0)
         return EXIT_USAGE;
     c.delay_ns = calloc((size_t)c.world, sizeof *c.delay_ns);
     if (!c.delay_ns || syn_emit_init(&e, &c) != 0) {
@@ -306,6 +384,10 @@ int main(int argc, char **argv)
     rc = 1;
     if (stat(c.dir, &st) != 0 && make_dirs(c.dir) != 0) {
         fprintf(stderr, "htamerge-synth: cannot create %s: %s\n", c.dir, strerror(errno));
+        goto out;
+    }
+    if (ranks > 0) {
+        rc = run_ranks(&c, &e);
         goto out;
     }
     s = syn_sched_new(&c);
