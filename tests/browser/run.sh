@@ -97,19 +97,16 @@ if pgrep -f "$T/live.db" >/dev/null; then
     pkill -f "$T/live.db"; rc=1
 fi
 
-# Scale: runs of N ranks made rank by rank without mpirun (about 50 ms a
-# rank; 4 steps at 1,024 ranks), the straggler mid-run so that reaching it
-# takes scrolling, then ingested. HM_BROWSER_SCALE_RANKS picks the sizes
+# Scale: runs of N ranks made without mpirun (htamerge-synth --ranks; 4
+# steps at 1,024 ranks), the straggler mid-run so that reaching it takes
+# scrolling, then ingested. HM_BROWSER_SCALE_RANKS picks the sizes
 # (the sanitizer build of tests/run_all.sh leaves out 1,024).
 for n in ${HM_BROWSER_SCALE_RANKS:-8 256 1024}; do
     st=$(( n > 8 ? n / 2 + 5 : 5 )) steps=$(( n > 256 ? 4 : 8 )) dir="$T/scale$n"
     mkdir -p "$dir"
-    made=1
-    for r in $(seq 0 $((n - 1))); do
-        RANK=$r WORLD_SIZE=$n LOCAL_RANK=$((r % 8)) HTAMERGE_TRACE_DIR="$dir" HTAMERGE_RUN_START_NS=1700000000000000000 \
-            "$SYN" --steps "$steps" --gzip --straggler "$st:20" >"$T/synth.log" 2>&1 || { made=; break; }
-    done
-    if [ -z "$made" ] || ! "$H" ingest -o "$dir.db" "$dir" >"$T/ingest.log" 2>&1; then
+    if ! HTAMERGE_TRACE_DIR="$dir" HTAMERGE_RUN_START_NS=1700000000000000000 \
+            "$SYN" --ranks "$n" --steps "$steps" --gzip --straggler "$st:20" >"$T/synth.log" 2>&1 ||
+        ! "$H" ingest -o "$dir.db" "$dir" >"$T/ingest.log" 2>&1; then
         echo "FAIL: could not make the $n-rank run"; cat "$T/synth.log" "$T/ingest.log" 2>/dev/null; rc=1; continue
     fi
     rm -rf "$dir"
