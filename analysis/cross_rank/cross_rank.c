@@ -557,11 +557,11 @@ static int unshift_guesses(struct xr_ctx *x, const struct mrg_writer *w)
             r->steps.v[k].ts -= d;
             r->steps.v[k].end -= d;
         }
-        for (size_t k = 0; k < x->coll.n; k++)
-            if (x->coll.v[k].rank == i) {
-                x->coll.v[k].enter -= d;
-                x->coll.v[k].exit -= d;
-            }
+    }
+    for (size_t k = 0; k < x->coll.n; k++) {   /* one pass: a scan per rank grew with ranks x calls */
+        int64_t d = mrg_writer_time_shift(w, x->coll.v[k].rank);
+        x->coll.v[k].enter -= d;
+        x->coll.v[k].exit -= d;
     }
     return 0;
 }
