@@ -7,7 +7,7 @@
 #   - the API gives the same rows.
 set -u
 . "$(dirname "$0")/../lib.sh"
-H=${HTAMERGE:?}; SRC=${HM_SOURCE_DIR:?}
+H=${HTAMERGE:?}; SYN=${HTAMERGE_SYNTH:-$(dirname "$H")/htamerge-synth}; SRC=${HM_SOURCE_DIR:?}
 command -v python3 >/dev/null || skip "python3 is not installed"
 hm_tmpdir cli_comms
 # check FILE PYTHON-EXPR: d = FILE as JSON, g = its groups keyed by (pg, op).
@@ -67,6 +67,25 @@ check "$T/mesh.json" 'sorted((r["pg"], r["dim"], r["op"], r["calls"], r["ranks"]
 check "$T/mesh.json" 'g[("2","allreduce")]["late_rank"] == 3 and g[("4","allreduce")]["late_rank"] == 3'
 check "$T/mesh.json" 'g[("2","allreduce")]["bytes"] == 4194304 and g[("4","allreduce")]["bytes"] == 1048576'
 check "$T/mesh.json" 'sorted(r["dim"] for r in d["exposed"]) == ["dp", "dp", "tp", "tp"]'
+
+# htamerge-synth's 2-D mesh (--tp 2 on 8 ranks): four tensor-parallel
+# groups of 2 and two data-parallel groups of 4, rank 5 20 ms late. Bus
+# bandwidth by hand: 25 MiB (tp) and 16 MiB (dp) allreduces of 1.5 and
+# 1 ms transfers, algbw = bytes / time, busbw = algbw x 2(n-1)/n (1 for
+# n = 2, 1.5 for n = 4). Rank 5 is late in its own groups only, and the
+# critical path of every step runs through its work.
+mkdir "$T/mesh8"
+HTAMERGE_TRACE_DIR="$T/mesh8" HTAMERGE_RUN_START_NS=1700000000000000000 "$SYN" --ranks 8 --tp 2 --steps 6 \
+    --straggler 5:20 --gzip 2>/dev/null || fail "htamerge-synth --tp 2"
+"$H" ingest -q -o "$T/mesh8.db" "$T/mesh8" || fail "ingest mesh8"
+"$H" report "$T/mesh8.db" comms --format json > "$T/mesh8.json" || fail "report comms mesh8"
+check "$T/mesh8.json" 'sorted((r["pg"], r["dim"], r["ranks"], r["calls"]) for r in d["groups"]) == [("1", "tp", 2, 6), ("2", "tp", 2, 6), ("3", "tp", 2, 6), ("4", "tp", 2, 6), ("5", "dp", 4, 6), ("6", "dp", 4, 6)]'
+check "$T/mesh8.json" 'all(abs(g[(p, "allreduce")]["algbw_gbps"] - 26214400 / 1.5e-3 / 1e9) < 0.01 and g[(p, "allreduce")]["busbw_gbps"] == g[(p, "allreduce")]["algbw_gbps"] for p in "1234")'
+check "$T/mesh8.json" 'all(abs(g[(p, "allreduce")]["algbw_gbps"] - 16777216 / 1e-3 / 1e9) < 0.01 and abs(g[(p, "allreduce")]["busbw_gbps"] - 1.5 * g[(p, "allreduce")]["algbw_gbps"]) < 0.01 for p in "56")'
+check "$T/mesh8.json" 'g[("3", "allreduce")]["late_rank"] == 5 and g[("6", "allreduce")]["late_rank"] == 5 and g[("3", "allreduce")]["late_count"] == 6'
+
+"$H" report "$T/mesh8.db" critical-path --format json > "$T/mesh8_path.json" || fail "critical-path mesh8"
+check "$T/mesh8_path.json" 'all(s["summary"].startswith(("3", "2")) and " rank 5 " in s["summary"].split(",")[0] for s in d["steps"])'
 
 # The API: the same document.
 if command -v curl >/dev/null; then

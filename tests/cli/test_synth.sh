@@ -164,7 +164,8 @@ HTAMERGE_TRACE_DIR=$T/fail2 HTAMERGE_RUN_START_NS=$PAST "$SYN" --steps 4 --cycle
 [ "$(ls "$T/crash" | wc -l)" = 1 ] || fail "--crash-at 2 should keep the first cycle's file"
 
 # ---- bad command lines exit 2 ----
-for bad in "--steps 0" "--steps x" "--straggler 2:20" "--straggler 1" "--step-ms 0" "--cycle" "--bogus 1"; do
+for bad in "--steps 0" "--steps x" "--straggler 2:20" "--straggler 1" "--step-ms 0" "--cycle" "--bogus 1" \
+           "--tp 1" "--tp 3" "--tp x"; do
     # shellcheck disable=SC2086
     RANK=0 WORLD_SIZE=2 HTAMERGE_TRACE_DIR=$T/bad "$SYN" $bad 2>/dev/null
     [ $? = 2 ] || fail "'$bad' did not exit 2"

@@ -30,7 +30,7 @@
 static const char usage[] =
     "usage: htamerge-synth [--steps N] [--step-ms MS] [--cycle K] [--straggler R:MS]...\n"
     "                      [--gzip] [--fail-at STEP] [--crash-at STEP] [--nccl-kernel NAME]\n"
-    "                      [--ranks N]\n"
+    "                      [--ranks N] [--tp T]\n"
     "Simulates a profiled training rank (no GPU): N steps (default 8) of period MS\n"
     "(default 50 ms) from HTAMERGE_RUN_START_NS (Unix ns, the same on every rank;\n"
     "default: now rounded up to 100 ms), each with forward, backward, optimizer and\n"
@@ -43,7 +43,10 @@ static const char usage[] =
     "ncclKernel_AllReduce_RING_LL_Sum_float).\n"
     "--ranks N: write ranks 0..N-1 of a job of N (WORLD_SIZE = N, RANK ignored,\n"
     "LOCAL_RANK = rank mod LOCAL_WORLD_SIZE, default 8), one after another, each\n"
-    "as its own invocation would; a corpus for benchmarks and tests.\n";
+    "as its own invocation would; a corpus for benchmarks and tests.\n"
+    "--tp T: a 2-D mesh (T divides the world): the first allreduce of a step on\n"
+    "the rank's tensor-parallel group of T consecutive ranks (\"mesh_tp\"), the\n"
+    "second on its data-parallel group, the ranks equal to it mod T (\"mesh_dp\").\n";
 
 /* Parses a whole decimal integer in [lo, hi]. */
 static int parse_int(const char *s, long long lo, long long hi, long long *out)
@@ -155,6 +158,8 @@ static int set_option(struct syn_cfg *c, const char *opt, const char *val)
     }
     if (!strcmp(opt, "--ranks"))
         return 0;   /* taken before the environment (ranks_arg) */
+    if (!strcmp(opt, "--tp"))   /* groups that tile the world, of 2 or more */
+        return parse_int(val, 2, c->world, &v) != 0 || c->world % v != 0 ? -1 : (c->tp = (int)v, 0);
     if (!strcmp(opt, "--step-ms"))
         return parse_ms(val, &c->period_ns) != 0 || c->period_ns < SYN_NS_PER_MS ? -1 : 0;
     if (parse_int(val, 0, 10000000, &v) != 0)

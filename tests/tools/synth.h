@@ -30,6 +30,7 @@ struct syn_cfg {
     int fail_at, crash_at;  /* step after which to exit(3) / crash; -1: never */
     const char *dir;        /* borrowed from the environment or a literal */
     const char *nccl_kernel; /* the allreduce kernel's name (borrowed) */
+    int tp;                 /* --tp: tensor-parallel group size; 0 = one world group */
 };
 
 /* What one rank does in one step, in absolute CLOCK_REALTIME ns. */
@@ -50,6 +51,19 @@ struct syn_plan {
 
 /* Deterministic randomness: a value from (rank, step, phase, index). */
 uint64_t syn_rand(int rank, int step, int phase, int index);
+
+/* ---- process groups (synth_mesh.c) ---- */
+/* The process group of rank's allreduce of bucket b: the world (pg "0")
+ * without --tp; with --tp T, bucket 0 on the rank's tensor-parallel group
+ * (T consecutive ranks) and bucket 1 on its data-parallel group (the ranks
+ * equal to it mod T), named as torch's DeviceMesh names them. Members are
+ * start, start + stride, ... (size of them). */
+struct syn_group {
+    int pg;                 /* "Process Group Name" as a number */
+    const char *desc;       /* "Process Group Description" */
+    int start, stride, size;
+};
+void syn_group_of(const struct syn_cfg *c, int rank, int bucket, struct syn_group *g);
 
 /* ---- schedule (synth_sched.c) ---- */
 struct syn_sched;

@@ -263,14 +263,28 @@ static void emit_ops(struct syn_emit *e, const struct phase *ph, const struct op
 static void coll_args(struct syn_emit *e, struct syn_buf *b, int k, int bucket)
 {
     long long n = (long long)bucket_nelems[bucket];
+    struct syn_group g;
 
+    syn_group_of(e->cfg, e->cfg->rank, bucket, &g);
     syn_buf_printf(b, "\"Collective name\": \"allreduce\", \"In msg nelems\": %lld, \"Out msg nelems\": %lld, "
                    "\"Group size\": %d, \"dtype\": \"Float\", \"In split size\": \"[]\", \"Out split size\": \"[]\", "
-                   "\"Global rank start\": 0, \"Global rank stride\": 1, \"Process Group Name\": \"0\", "
-                   "\"Process Group Description\": \"default_pg\", \"Process Group Ranks\": ",
-                   n, n, e->cfg->world);
-    syn_buf_json_str(b, e->pg_ranks);
-    syn_buf_printf(b, ", \"Seq\": %d", k * SYN_NCOLL + bucket + 1);
+                   "\"Global rank start\": %d, \"Global rank stride\": %d, \"Process Group Name\": \"%d\", "
+                   "\"Process Group Description\": \"%s\", \"Process Group Ranks\": ",
+                   n, n, g.size, g.start, g.stride, g.pg, g.desc);
+    if (e->cfg->tp < 2) {
+        syn_buf_json_str(b, e->pg_ranks);
+    } else {   /* as text, like torch's */
+        struct syn_buf r = {0};
+        syn_buf_printf(&r, "[");
+        for (int i = 0; i < g.size; i++)
+            syn_buf_printf(&r, "%s%d", i ? ", " : "", g.start + i * g.stride);
+        syn_buf_printf(&r, "]");
+        syn_buf_json_str(b, r.p ? r.p : "[]");
+        b->oom |= r.oom;
+        syn_buf_free(&r);
+    }
+    /* One call a step on a group of its own: sequence k + 1 there. */
+    syn_buf_printf(b, ", \"Seq\": %d", e->cfg->tp < 2 ? k * SYN_NCOLL + bucket + 1 : k + 1);
 }
 
 /* Allreduce of gradient bucket `bucket`: issue on the CPU, the NCCL kernel

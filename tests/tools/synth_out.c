@@ -33,9 +33,19 @@ static void header(FILE *f, const struct syn_cfg *c, const struct syn_emit *e)
             "\"sharedMemPerBlockOptin\": 232448, \"sharedMemPerMultiprocessor\": 233472}\n  ],\n",
             c->local_rank);
     fprintf(f, "  \"distributedInfo\": {\"backend\": \"nccl\", \"rank\": %d, \"world_size\": %d, "
-            "\"pg_count\": 1, \"pg_config\": [{\"pg_name\": \"0\", \"pg_desc\": \"default_pg\", "
-            "\"backend_config\": \"cuda:nccl\", \"pg_size\": %d, \"ranks\": %s}], "
-            "\"nccl_version\": \"2.28.9\"},\n", c->rank, c->world, c->world, e->pg_ranks);
+            "\"pg_count\": %d, \"pg_config\": [{\"pg_name\": \"0\", \"pg_desc\": \"default_pg\", "
+            "\"backend_config\": \"cuda:nccl\", \"pg_size\": %d, \"ranks\": %s}",
+            c->rank, c->world, c->tp >= 2 ? 1 + SYN_NCOLL : 1, c->world, e->pg_ranks);
+    for (int b = 0; c->tp >= 2 && b < SYN_NCOLL; b++) {   /* the rank's mesh groups */
+        struct syn_group g;
+        syn_group_of(c, c->rank, b, &g);
+        fprintf(f, ", {\"pg_name\": \"%d\", \"pg_desc\": \"%s\", \"backend_config\": \"cuda:nccl\", "
+                "\"pg_size\": %d, \"ranks\": [", g.pg, g.desc, g.size);
+        for (int k = 0; k < g.size; k++)
+            fprintf(f, "%s%d", k ? ", " : "", g.start + k * g.stride);
+        fprintf(f, "]}");
+    }
+    fprintf(f, "], \"nccl_version\": \"2.28.9\"},\n");
     fprintf(f, "  \"cuda_runtime_version\": 13000,\n  \"traceEvents\": [\n");
 }
 

@@ -14,7 +14,9 @@
  * the period, so each allreduce overlaps some computation.)
  * So a straggler enters every allreduce delay[r] later than the others, the
  * others wait inside the kernel (their allreduce kernels are the long ones),
- * and every rank leaves each allreduce at the same instant. Without a
+ * and every rank leaves each allreduce at the same instant. With --tp each
+ * allreduce joins only the rank's group (synth_mesh.c): a straggler holds
+ * up its own groups, and the rest of the job only through them. Without a
  * straggler a step uses about 78% of its period and steps start on time;
  * with one, steps stretch and later steps start late on every rank. */
 #include "synth.h"
@@ -84,20 +86,21 @@ static int64_t phase_len(const struct syn_cfg *c, int r, int k, int ph)
     return c->period_ns * phase_pm[ph] / 1000 + (int64_t)(syn_rand(r, k, ph, 0) % (uint64_t)jitter_max);
 }
 
-/* Sets every rank's exit of allreduce b from the issue times already planned. */
+/* Sets every rank's exit of allreduce b from the issue times already
+ * planned: its group's last enter plus the transfer. */
 static void plan_collective(struct syn_sched *s, int b)
 {
-    int64_t last = INT64_MIN, exit_ns;
-
-    for (int r = 0; r < s->cfg->world; r++) {
-        struct syn_plan *p = &s->plan[r];
-        p->enter[b] = p->issue[b] + SYN_ISSUE_TO_KERNEL_NS;
-        if (p->enter[b] > last)
-            last = p->enter[b];
-    }
-    exit_ns = last + s->cfg->period_ns * xfer_pm[b] / 1000;
     for (int r = 0; r < s->cfg->world; r++)
-        s->plan[r].exit[b] = exit_ns;
+        s->plan[r].enter[b] = s->plan[r].issue[b] + SYN_ISSUE_TO_KERNEL_NS;
+    for (int r = 0; r < s->cfg->world; r++) {
+        struct syn_group g;
+        int64_t last = INT64_MIN;
+        syn_group_of(s->cfg, r, b, &g);
+        for (int k = 0; k < g.size; k++)
+            if (s->plan[g.start + k * g.stride].enter[b] > last)
+                last = s->plan[g.start + k * g.stride].enter[b];
+        s->plan[r].exit[b] = last + s->cfg->period_ns * xfer_pm[b] / 1000;
+    }
 }
 
 void syn_sched_step(struct syn_sched *s, int k, struct syn_plan *mine)
