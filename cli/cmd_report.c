@@ -12,7 +12,8 @@
 
 static const char report_help_head[] =
     "usage: htamerge report FILE.db [TOPIC] [--format table|json|csv] [--ranks LIST]\n"
-    "                       [--steps LIST] [--all-steps] [--top N] [--method scalasca|hta]\n"
+    "                       [--all-ranks] [--steps LIST] [--all-steps] [--top N]\n"
+    "                       [--method scalasca|hta]\n"
     "\n"
     "topics:\n";
 
@@ -21,14 +22,22 @@ static const char report_help_tail[] =
     "By default the numbers follow Holistic Trace Analysis' definitions, including\n"
     "dropping the last ProfilerStep; --all-steps keeps it.\n"
     "\n"
+    "Past 64 ranks the per-rank tables list the ranks that stand out (the straggler,\n"
+    "the --top highest and lowest by the topic's figure) and summarise the others\n"
+    "(rank_summary, spread); steps summarises each step across the ranks\n"
+    "(step_summary, step_phases); stragglers lists the --top worst ranks past --top\n"
+    "ranks. --ranks or --all-ranks give the rows.\n"
+    "\n"
     "options:\n"
     "  -f, --format F   table (default), json or csv\n"
-    "  -r, --ranks L    only these ranks, e.g. 0,2-3\n";
+    "  -r, --ranks L    only these ranks, e.g. 0-7,517 (their rows, never summarised)\n"
+    "  -A, --all-ranks  every rank's rows, however many ranks\n";
 
 /* After the --steps line, whose topics come from the table. */
 static const char report_help_options[] =
     "  -a, --all-steps  keep the last ProfilerStep\n"
-    "  -n, --top N      kernels per rank in the kernels topic (default 10)\n"
+    "  -n, --top N      kernels per rank in the kernels topic; ranks listed at each\n"
+    "                   end of a summarised per-rank table (default 10)\n"
     "      --method M   stragglers: scalasca (default: wait states on aligned enter times)\n"
     "                   or hta (HTA's get_potential_stragglers: late-starting ncclKernel*)\n"
     "      --candidates K  ranks --method hta names (default 2, as HTA)\n"
@@ -42,6 +51,7 @@ static const char report_help_options[] =
     "  htamerge report run.db stragglers --format json\n"
     "  htamerge report run.db stragglers --method hta\n"
     "  htamerge report run.db steps --steps 3-5 --ranks 0,2\n"
+    "  htamerge report run.db temporal --all-ranks --format csv > temporal.csv\n"
     "  htamerge report run.db kernels --top 5 --format csv > kernels.csv\n";
 
 /* report --help: the topics are those of the table in query/topics.c. */
@@ -94,14 +104,14 @@ int cli_report(int argc, char **argv)
         {"steps", required_argument, 0, 's'},  {"all-steps", no_argument, 0, 'a'},
         {"top", required_argument, 0, 'n'},    {"help", no_argument, 0, 'h'},
         {"method", required_argument, 0, 'M'}, {"candidates", required_argument, 0, 'K'},
-        {0, 0, 0, 0}};
+        {"all-ranks", no_argument, 0, 'A'},    {0, 0, 0, 0}};
     struct qry_report_opts o = {.topic = "summary"};
     enum qry_format fmt = QRY_FORMAT_TABLE;
     int64_t *ranks = NULL, *steps = NULL;
     int c, rc, n, ri[4096];
 
     optind = 1;
-    while ((c = getopt_long(argc, argv, "f:r:s:an:h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "f:r:s:an:hA", longopts, NULL)) != -1) {
         switch (c) {
         case 'f':
             if (cli_parse_format(optarg, &fmt)) {
@@ -129,6 +139,7 @@ int cli_report(int argc, char **argv)
             o.steps = steps;
             break;
         case 'a': o.all_steps = 1; break;
+        case 'A': o.all_ranks = 1; break;
         case 'n': o.top_kernels = atoi(optarg); break;
         case 'M':
             if (strcmp(optarg, "hta") != 0 && strcmp(optarg, "scalasca") != 0) {

@@ -201,22 +201,23 @@ static int param_steps(struct qry_call *c, int64_t *steps, int *n)
     return 0;
 }
 
-/* /api/report/{topic}?all_steps=&ranks=&steps=&top= : report --format json. */
+/* /api/report/{topic}?all_steps=&ranks=&all_ranks=&steps=&top= : report --format json. */
 static int api_report(struct qry_dbh *h, struct qry_call *c, const char *topic)
 {
     int64_t steps[QRY_MAX_RANKS];
     int ranks[QRY_MAX_RANKS], nranks, nsteps, rc;
     struct qry_report_opts o = {.topic = topic};
-    bool all = false;
+    bool all = false, all_ranks = false;
     int64_t top = 10;
     struct hm_err err;
     cJSON *doc = NULL;
 
     hm_err_clear(&err);
     if (param_ranks(c, ranks, &nranks) || param_bool(c, "all_steps", &all) || param_steps(c, steps, &nsteps) ||
-        param_i64(c, "top", 1, 1000, &top))
+        param_i64(c, "top", 1, 1000, &top) || param_bool(c, "all_ranks", &all_ranks))
         return -1;
     o.all_steps = all;
+    o.all_ranks = all_ranks;
     o.ranks = nranks >= 0 ? ranks : NULL;
     o.nranks = nranks;
     o.steps = nsteps > 0 ? steps : NULL;

@@ -215,7 +215,7 @@ static const struct {
 /* Builds each report topic on db and keeps the numbers the diff needs. */
 static int run_load(sqlite3 *db, const struct qry_diff_opts *o, struct run *run, struct hm_err *err)
 {
-    struct qry_report_opts ro = {.all_steps = o->all_steps, .top_kernels = 1};
+    struct qry_report_opts ro = {.all_steps = o->all_steps, .top_kernels = 1, .all_ranks = 1};
     int rc = 0;
 
     for (size_t t = 0; t < sizeof topic_loaders / sizeof *topic_loaders && rc == 0; t++) {

@@ -1,8 +1,9 @@
 /* Rendering of report documents: aligned tables, JSON and CSV.
  * A document is an object whose members are scalars (printed as
- * "key: value" lines) or arrays of flat objects (printed as tables whose
- * columns are the first row's keys). Nested objects are flattened one level
- * with "parent.child" keys, which is all the report topics need. On a
+ * "key: value" lines), objects of scalars (printed as "key.member: value"
+ * lines) or arrays of flat objects (printed as tables whose columns are the
+ * first row's keys). Nested objects are flattened one level with
+ * "parent.child" keys, which is all the report topics need. On a
  * terminal (the caller says so) table headers are bold and what needs
  * attention, a straggler or an incomplete run, is coloured. */
 #include "report.h"
@@ -155,10 +156,28 @@ static void render_text_table(const cJSON *rows, int color, const cJSON *straggl
     }
 }
 
+/* One scalar fact: "key: value" (table) or "# key: value" (CSV); prefix
+ * names the object holding it, or is NULL. */
+static void render_fact(const cJSON *m, const char *prefix, enum qry_format fmt, int color, FILE *out)
+{
+    const char *fc = color && !prefix ? fact_color(m) : NULL;
+    char buf[1024], key[256];
+
+    snprintf(key, sizeof key, "%s%s%s", prefix ? prefix : "", prefix ? "." : "", m->string);
+    if (fmt == QRY_FORMAT_TABLE) {
+        fprintf(out, "%s: %s%s%s\n", key, fc ? fc : "", cell_text(m, buf, sizeof buf), fc ? ANSI_RESET : "");
+        return;
+    }
+    fputs("# ", out);
+    csv_field(out, key);
+    fputs(": ", out);
+    csv_field(out, cell_text(m, buf, sizeof buf));
+    fputc('\n', out);
+}
+
 int qry_report_render(const cJSON *doc, enum qry_format fmt, int color, FILE *out)
 {
-    const cJSON *m;
-    char buf[1024];
+    const cJSON *m, *sub;
     int tables = 0;
 
     if (fmt == QRY_FORMAT_JSON) {
@@ -181,16 +200,11 @@ int qry_report_render(const cJSON *doc, enum qry_format fmt, int color, FILE *ou
                 fprintf(out, "\n%s%s%s\n", color ? "\033[1;4m" : "", m->string, color ? "\033[0m" : "");
                 render_text_table(m, color, cJSON_GetObjectItemCaseSensitive(doc, "straggler"), out);
             }
-        } else if (fmt == QRY_FORMAT_TABLE) {
-            const char *fc = color ? fact_color(m) : NULL;
-            fprintf(out, "%s: %s%s%s\n", m->string, fc ? fc : "", cell_text(m, buf, sizeof buf),
-                    fc ? ANSI_RESET : "");
+        } else if (cJSON_IsObject(m)) {
+            cJSON_ArrayForEach(sub, m)
+                render_fact(sub, m->string, fmt, color, out);
         } else {
-            fputs("# ", out);
-            csv_field(out, m->string);
-            fputs(": ", out);
-            csv_field(out, cell_text(m, buf, sizeof buf));
-            fputc('\n', out);
+            render_fact(m, NULL, fmt, color, out);
         }
     }
     return 0;

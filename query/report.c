@@ -74,26 +74,36 @@ sqlite3 *qry_open(const char *path, struct hm_err *err)
     return db;
 }
 
-static int rank_wanted(const struct qry_report_opts *o, const cJSON *row)
+/* The index of the statement's column called name, or -1. */
+static int column_index(sqlite3_stmt *st, const char *name)
 {
-    const cJSON *r = cJSON_GetObjectItemCaseSensitive(row, "rank");
-    if (!o->ranks || !cJSON_IsNumber(r))
-        return 1;
-    for (int i = 0; i < o->nranks; i++)
-        if (o->ranks[i] == r->valueint)
-            return 1;
-    return 0;
+    for (int i = 0; i < sqlite3_column_count(st); i++)
+        if (!strcmp(sqlite3_column_name(st, i), name))
+            return i;
+    return -1;
 }
 
-static int step_wanted(const struct qry_report_opts *o, const cJSON *row)
+/* Whether the current row is one of o's ranks and steps, read before the
+ * row is built: at 1,024 ranks most rows of a --ranks report are not. */
+static int row_wanted(const struct qry_report_opts *o, sqlite3_stmt *st, int rank_col, int step_col)
 {
-    const cJSON *s = cJSON_GetObjectItemCaseSensitive(row, "step");
-    if (!o->steps || !cJSON_IsNumber(s))
-        return 1;
-    for (int i = 0; i < o->nsteps; i++)
-        if ((double)o->steps[i] == s->valuedouble)
-            return 1;
-    return 0;
+    int ok = 1;
+
+    if (o->ranks && rank_col >= 0 && sqlite3_column_type(st, rank_col) != SQLITE_NULL &&
+        sqlite3_column_type(st, rank_col) != SQLITE_TEXT) {
+        int64_t r = sqlite3_column_int64(st, rank_col);
+        ok = 0;
+        for (int i = 0; i < o->nranks && !ok; i++)
+            ok = o->ranks[i] == r;
+    }
+    if (ok && o->steps && step_col >= 0 && sqlite3_column_type(st, step_col) != SQLITE_NULL &&
+        sqlite3_column_type(st, step_col) != SQLITE_TEXT) {
+        double s = sqlite3_column_double(st, step_col);
+        ok = 0;
+        for (int i = 0; i < o->nsteps && !ok; i++)
+            ok = (double)o->steps[i] == s;
+    }
+    return ok;
 }
 
 int qry_report_sql_error(sqlite3 *db, const char *what, struct hm_err *err)
@@ -114,14 +124,15 @@ int qry_report_rows(sqlite3 *db, const struct qry_report_opts *o, const char *sq
         sqlite3_bind_text(st, 1, o->all_steps ? "all_steps" : "hta", -1, SQLITE_STATIC);
     if (sqlite3_bind_parameter_count(st) >= 2)
         sqlite3_bind_int(st, 2, o->top_kernels > 0 ? o->top_kernels : 10);
+    int rank_col = column_index(st, "rank"), step_col = column_index(st, "step");
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        cJSON *row = cJSON_CreateObject();
+        cJSON *row;
+        if (!row_wanted(o, st, rank_col, step_col))
+            continue;
+        row = cJSON_CreateObject();
         for (int i = 0; i < sqlite3_column_count(st); i++)
             qry_json_add_column(st, i, row, sqlite3_column_name(st, i));
-        if (rank_wanted(o, row) && step_wanted(o, row))
-            cJSON_AddItemToArray(arr, row);
-        else
-            cJSON_Delete(row);
+        cJSON_AddItemToArray(arr, row);
     }
     sqlite3_finalize(st);
     return rc == SQLITE_DONE ? 0 : qry_report_sql_error(db, key, err);

@@ -23,7 +23,10 @@ struct qry_report_opts {
     int nranks;
     const int64_t *steps;    /* only these ProfilerStep numbers; NULL = all */
     int nsteps;
-    int top_kernels;         /* kernels per rank in the kernels topic (0 = 10) */
+    int top_kernels;         /* --top (0 = 10): kernels per rank in the kernels topic, and the
+                                ranks listed at each end of a summarised per-rank table
+                                (rank_view.h; stragglers: the worst ranks) */
+    int all_ranks;           /* every rank's rows even past QRY_RANKS_LISTED_AT ranks */
     const char *method;      /* stragglers: NULL or "scalasca" (default), "hta" */
     int candidates;          /* stragglers --method hta: ranks to name (0 = 2) */
 };

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "hm_sql.h"
+#include "rank_view.h"
 #include "report_int.h"
 #include "window.h"
 #include "analysis/cross_rank.h"
@@ -30,6 +31,24 @@ static int stand_ins(sqlite3 *db, struct hm_err *err)
     return 0;
 }
 
+/* How each per-rank topic lists its ranks past QRY_RANKS_LISTED_AT
+ * (rank_view.h): the figure a user looks at first to find the odd rank. */
+static const struct qry_rank_view view_summary = {"ranks", {"idle_pct"}, QRY_RV_LOWEST | QRY_RV_SPREAD, NULL};
+static const struct qry_rank_view view_temporal = {"ranks", {"idle_pct"}, QRY_RV_LOWEST | QRY_RV_SPREAD, NULL};
+static const struct qry_rank_view view_overlap = {"ranks", {"-overlap_pct", "-overlap_us"},
+                                                  QRY_RV_LOWEST | QRY_RV_SPREAD, NULL};
+static const struct qry_rank_view view_idle = {"streams", {"host_wait_us+kernel_wait_us+other_us"},
+                                               QRY_RV_LOWEST | QRY_RV_SPREAD, "idle_us"};
+static const struct qry_rank_view view_kernels = {"kernels", {"sum_us"}, QRY_RV_LOWEST, NULL};
+/* Clocks: violations of the clock condition first, then the exit scatter
+ * left after alignment; the lowest are all zero, so not listed. */
+static const struct qry_rank_view view_clocks = {"ranks", {"violations", "exit_scatter_us", "uncertainty_ns"},
+                                                 QRY_RV_SPREAD, NULL};
+/* Stragglers: the blame caused, then how often late, then the least wait
+ * (who came last waited least). */
+static const struct qry_rank_view view_stragglers = {"ranks", {"blame_us", "late_count", "-wait_us"},
+                                                     QRY_RV_PAST_TOP | QRY_RV_SPREAD, NULL};
+
 /* Run facts, the verdict, the definitions used, then the per-rank numbers
  * and the skipped events. */
 static int build_summary(sqlite3 *db, const struct qry_report_opts *o, cJSON *doc, struct hm_err *err)
@@ -49,49 +68,63 @@ static int build_summary(sqlite3 *db, const struct qry_report_opts *o, cJSON *do
     if (rc == 0)
         rc = qry_report_rows(db, o, hm_sql_report_summary_ranks, doc, "ranks", err);
     if (rc == 0)
+        rc = qry_rank_view_apply(db, &view_summary, o, doc, err);
+    if (rc == 0)
         rc = qry_report_rows(db, o, hm_sql_report_summary_skipped, doc, "skipped", err);
     return rc;
 }
 
 static int build_temporal(sqlite3 *db, const struct qry_report_opts *o, cJSON *doc, struct hm_err *err)
 {
-    return qry_report_rows(db, o, hm_sql_report_temporal, doc, "ranks", err);
+    int rc = qry_report_rows(db, o, hm_sql_report_temporal, doc, "ranks", err);
+    return rc ? rc : qry_rank_view_apply(db, &view_temporal, o, doc, err);
 }
 
 static int build_overlap(sqlite3 *db, const struct qry_report_opts *o, cJSON *doc, struct hm_err *err)
 {
-    return qry_report_rows(db, o, hm_sql_report_overlap, doc, "ranks", err);
+    int rc = qry_report_rows(db, o, hm_sql_report_overlap, doc, "ranks", err);
+    return rc ? rc : qry_rank_view_apply(db, &view_overlap, o, doc, err);
 }
 
 static int build_idle(sqlite3 *db, const struct qry_report_opts *o, cJSON *doc, struct hm_err *err)
 {
-    return qry_report_rows(db, o, hm_sql_report_idle, doc, "streams", err);
+    int rc = qry_report_rows(db, o, hm_sql_report_idle, doc, "streams", err);
+    return rc ? rc : qry_rank_view_apply(db, &view_idle, o, doc, err);
 }
 
 static int build_kernels(sqlite3 *db, const struct qry_report_opts *o, cJSON *doc, struct hm_err *err)
 {
     int rc = qry_report_rows(db, o, hm_sql_report_kernel_types, doc, "kernel_types", err);
-    return rc ? rc : qry_report_rows(db, o, hm_sql_report_kernels, doc, "kernels", err);
+    if (rc == 0)
+        rc = qry_report_rows(db, o, hm_sql_report_kernels, doc, "kernels", err);
+    return rc ? rc : qry_rank_view_apply(db, &view_kernels, o, doc, err);
 }
 
 
+/* The step sources are looked up once the rows are cut to the listed ranks
+ * (a query per row). */
 static int build_steps(sqlite3 *db, const struct qry_report_opts *o, cJSON *doc, struct hm_err *err)
 {
     int rc = qry_report_rows(db, o, hm_sql_report_steps, doc, "steps", err);
 
     if (rc == 0)
-        rc = qry_report_step_sources(db, doc, err);
-    if (rc == 0)
         rc = stand_ins(db, err);
     if (rc == 0)
         rc = qry_report_rows(db, o, hm_sql_report_step_breakdown, doc, "breakdown", err);
-    return rc ? rc : qry_report_rows(db, o, hm_sql_report_steps_comm, doc, "comm_by_pg", err);
+    if (rc == 0)
+        rc = qry_report_rows(db, o, hm_sql_report_steps_comm, doc, "comm_by_pg", err);
+    if (rc == 0)
+        rc = qry_step_summary_apply(db, o, doc, err);
+    return rc ? rc : qry_report_step_sources(db, doc, err);
 }
 
 static int build_clocks(sqlite3 *db, const struct qry_report_opts *o, cJSON *doc, struct hm_err *err)
 {
     int rc = qry_report_rows(db, o, hm_sql_report_clocks, doc, "ranks", err);
-    return rc ? rc : qry_report_clock_steps(db, doc, err);
+
+    if (rc == 0)
+        rc = qry_report_clock_steps(db, doc, err);
+    return rc ? rc : qry_rank_view_apply(db, &view_clocks, o, doc, err);
 }
 
 /* The cross-rank verdict (analysis/cross_rank/stragglers.c), or HTA's method. */
@@ -105,6 +138,8 @@ static int build_stragglers(sqlite3 *db, const struct qry_report_opts *o, cJSON 
     rc = qry_report_verdict(db, doc, err);
     if (rc == 0)
         rc = qry_report_rows(db, o, hm_sql_report_stragglers_ranks, doc, "ranks", err);
+    if (rc == 0)
+        rc = qry_rank_view_apply(db, &view_stragglers, o, doc, err);
     if (rc == 0)
         rc = qry_report_rows(db, o, hm_sql_report_stragglers_steps, doc, "steps", err);
     return rc;

@@ -15,7 +15,9 @@ const state = { run: null, straggler: null, version: null, watched: false, serve
                 topics: null, docs: null, tablesFor: null };
 const views = {};   // the timeline and the heat map, once made
 // The report topics this page draws in its own way; every topic the server
-// lists (/api/topics) can also be shown as it is under "Report".
+// lists (/api/topics) can also be shown as it is under "Report". It asks for
+// every rank's rows (all_ranks): past 64 ranks the server would list only
+// those that stand out, and the bars and sortable tables pick their own.
 const DRAWN = ['stragglers', 'temporal', 'overlap', 'idle', 'collectives'];
 
 function showError(e) {
@@ -88,11 +90,13 @@ function renderTables() {
     { key: 'host_wait_ratio', label: 'host wait share' }], { rowClass: mark, sortKey: 'host_wait_us', sortDir: -1 });
 }
 
-// A report document as it is: its scalars, then a table per array.
+// A report document as it is: its scalars (an object's as "key.member",
+// e.g. rank_summary.note), then a table per array.
 function renderReport(doc) {
   const box = document.getElementById('t-report');
   while (box.firstChild) box.removeChild(box.firstChild);
-  const facts = Object.entries(doc).filter(([, v]) => !Array.isArray(v));
+  const facts = Object.entries(doc).filter(([, v]) => !Array.isArray(v)).flatMap(([k, v]) =>
+    (v && typeof v === 'object' ? Object.entries(v).map(([m, x]) => [`${k}.${m}`, x]) : [[k, v]]));
   if (facts.length) {
     box.append(el('table', { class: 'facts' }, ...facts.map(([k, v]) =>
       el('tr', {}, el('td', { text: k }), el('td', { text: v == null ? '' : String(v) })))));
@@ -124,7 +128,7 @@ function setupReports(topics) {
 async function loadAll() {
   const [run, ranks, topics] = await Promise.all([api.run(), api.ranks(), api.topics()]);
   const offered = new Set(topics.topics.map((t) => t.name));
-  const docs = await Promise.all(DRAWN.map((t) => (offered.has(t) ? optional(api.report(t)) : null)));
+  const docs = await Promise.all(DRAWN.map((t) => (offered.has(t) ? optional(api.report(t, { all_ranks: 1 })) : null)));
   const d = { run };
   DRAWN.forEach((t, i) => { d[t] = docs[i]; });
   state.run = run;
