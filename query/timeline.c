@@ -254,6 +254,27 @@ static size_t mem_budget(size_t budget)
     return (size_t)(mb * 1048576.0 / sizeof(struct lod_slice));
 }
 
+/* The run's origin and end, in one pass of the extent query (it reads
+ * every track's head and tail). */
+static void load_extent(struct qry_lod *l)
+{
+    sqlite3_stmt *st = NULL;
+
+    l->origin = 0;
+    l->end = INT64_MIN;
+    if (sqlite3_prepare_v2(l->db, hm_sql_timeline_extent, -1, &st, NULL) == SQLITE_OK)
+        hm_columns_check(st, extent_names, EX__COUNT);
+    if (st && sqlite3_step(st) == SQLITE_ROW) {
+        if (sqlite3_column_type(st, EX_ORIGIN) != SQLITE_NULL)
+            l->origin = sqlite3_column_int64(st, EX_ORIGIN);
+        if (sqlite3_column_type(st, EX_END) != SQLITE_NULL)
+            l->end = sqlite3_column_int64(st, EX_END);
+    }
+    sqlite3_finalize(st);
+    if (l->end == INT64_MIN)
+        l->end = l->origin;
+}
+
 struct qry_lod *qry_lod_new(sqlite3 *db, size_t budget, struct hm_err *err)
 {
     struct qry_lod *l = calloc(1, sizeof *l);
@@ -281,8 +302,7 @@ struct qry_lod *qry_lod_new(sqlite3 *db, size_t budget, struct hm_err *err)
         qry_lod_free(l);
         return NULL;
     }
-    l->origin = q_i64(db, hm_sql_timeline_extent, extent_names, EX_ORIGIN, 0);
-    l->end = q_i64(db, hm_sql_timeline_extent, extent_names, EX_END, l->origin);
+    load_extent(l);
     return l;
 }
 
