@@ -16,6 +16,14 @@ await runTest(exe, async (page, check, errors) => {
   const verdict = await page.textContent('#verdict');
   check(/Straggler: rank 2/.test(verdict), `overview names rank 2 as the straggler ("${verdict.trim().slice(0, 80)}")`);
   check(await page.$eval('#bars-temporal', (e) => e.querySelectorAll('.row').length) === 4, 'temporal bars for 4 ranks');
+  // The step breakdown: a bar per step (8), over the 4 ranks, its pieces
+  // (phases, world communication, other) filling the bar.
+  const steps = await page.$eval('#bars-steps', (e) => ({ rows: e.querySelectorAll('.row').length, ranks: e.dataset.ranks,
+    legend: document.getElementById('steps-legend').textContent,
+    fill: [...e.querySelectorAll('.row .track')].map((t) => [...t.children].reduce((a, s) => a + parseFloat(s.style.width), 0)) }));
+  check(steps.rows === 8 && steps.ranks === '4', `step breakdown: a bar per step over 4 ranks (${steps.rows}, ${steps.ranks})`);
+  check(/forward/.test(steps.legend) && /world comm/.test(steps.legend), `step breakdown legend (${steps.legend})`);
+  check(steps.fill.every((f) => Math.abs(f - 100) < 0.5), `each step's pieces add up to it (${steps.fill.map((f) => f.toFixed(1))})`);
   await page.screenshot({ path: `${outDir}/overview.png`, fullPage: true });
   check(errors.length === 0, `no console errors on load (${errors.join(' | ')})`);
 

@@ -129,7 +129,7 @@ async function loadAll() {
   const [run, ranks, topics] = await Promise.all([api.run(), api.ranks(), api.topics()]);
   const offered = new Set(topics.topics.map((t) => t.name));
   const docs = await Promise.all(DRAWN.map((t) => (offered.has(t) ? optional(api.report(t, { all_ranks: 1 })) : null)));
-  const d = { run };
+  const d = { run, steps: offered.has('steps') ? await optional(api.report('steps')) : null };
   DRAWN.forEach((t, i) => { d[t] = docs[i]; });
   state.run = run;
   state.version = run.version;

@@ -4,6 +4,7 @@
 // (the straggler always), in rank order: the heat map above shows them all,
 // and a thousand bars would take seconds to lay out and nobody reads them.
 import { el, clear, num, us } from './fmt.js';
+import { renderSteps } from './overview_steps.js';
 
 const BARS_MAX = 64;
 
@@ -112,4 +113,5 @@ export function renderOverview(d) {
   renderTemporal(d.temporal, straggler);
   renderOverlap(d.overlap, straggler);
   renderIdle(d.idle, straggler);
+  renderSteps(d.steps, document.getElementById('bars-steps'), document.getElementById('steps-legend'));
 }
