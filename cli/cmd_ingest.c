@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "collector/sources/kineto_json/kineto_json.h"
+#include "collector/ingest_list.h"
 #include "collector/ingest_send.h"
 #include "collector/launcher_env.h"
 #include "merger/ingest.h"
@@ -16,7 +17,7 @@
 #include <mpi.h>
 
 static const char ingest_help[] =
-    "usage: htamerge ingest [-o FILE.db] [--keep-going] [-j N] PATH...\n"
+    "usage: htamerge ingest [-o FILE.db] [--keep-going] [-j N] [--node-local] PATH...\n"
     "\n"
     "Reads Kineto (torch.profiler) traces, .json or .json.gz, from the files and\n"
     "folders given (folders are searched recursively), and writes one SQLite file\n"
@@ -32,6 +33,9 @@ static const char ingest_help[] =
     "  -k, --keep-going      skip files that cannot be read, ingest the rest\n"
     "  -j, --jobs N          parser threads (default: one per spare core)\n"
     "      --no-args         do not store each slice's args JSON (smaller file)\n"
+    "      --node-local      under mpirun: every host has its own PATH (node-local\n"
+    "                        disks); each host's ranks read its files, stored as\n"
+    "                        HOST:PATH (host: $HTAMERGE_HOSTNAME, else its name)\n"
     "  -q, --quiet           no progress output\n"
     "  -h, --help            this text\n"
     "\n"
@@ -48,7 +52,8 @@ static const char ingest_help[] =
     "  htamerge ingest -o run.db ./traces\n"
     "  htamerge ingest -o run.db rank-0.pt.trace.json.gz rank-1.pt.trace.json.gz\n"
     "  htamerge ingest -k -o run.db ./traces        # skip unreadable files; exit 3 then\n"
-    "  mpirun -n 9 htamerge ingest -o run.db ./traces  # 8 parser ranks + the writer\n";
+    "  mpirun -n 9 htamerge ingest -o run.db ./traces  # 8 parser ranks + the writer\n"
+    "  mpirun -n 16 --map-by ppr:4:node htamerge ingest --node-local -o run.db /scratch/traces\n";
 
 struct progress {
     int tty;
@@ -94,73 +99,30 @@ static const char *default_output(void)
     return buf;
 }
 
-/* Rank 0 sends the file list to everyone: one count, then the paths
- * joined by NULs. A count of -1 means the listing failed. */
-static int share_list(char ***files, size_t *nfiles, int rank)
-{
-    long long n = rank == 0 ? (long long)*nfiles : 0, bytes = 0;
-    char *buf = NULL;
-
-    MPI_Bcast(&n, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
-    if (n < 0)
-        return -1;
-    if (rank == 0)
-        for (size_t i = 0; i < *nfiles; i++)
-            bytes += (long long)strlen((*files)[i]) + 1;
-    MPI_Bcast(&bytes, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
-    buf = malloc((size_t)bytes + 1);
-    if (!buf)
-        MPI_Abort(MPI_COMM_WORLD, CLI_EXIT_FAIL);
-    if (rank == 0) {
-        char *p = buf;
-        for (size_t i = 0; i < *nfiles; i++)
-            p = stpcpy(p, (*files)[i]) + 1;
-    }
-    MPI_Bcast(buf, (int)bytes, MPI_CHAR, 0, MPI_COMM_WORLD);
-    if (rank != 0) {
-        *files = calloc((size_t)n + 1, sizeof **files);
-        if (!*files)
-            MPI_Abort(MPI_COMM_WORLD, CLI_EXIT_FAIL);
-        char *p = buf;
-        for (long long i = 0; i < n; i++) {
-            (*files)[i] = strdup(p);
-            p += strlen(p) + 1;
-        }
-        *nfiles = (size_t)n;
-    }
-    free(buf);
-    return 0;
-}
-
 /* `mpirun -n N htamerge ingest`: ranks > 0 read, rank 0 merges. */
-static int ingest_parallel(int argc, char **argv, const struct mrg_ingest_opts *opts, int quiet)
+static int ingest_parallel(int argc, char **argv, const struct mrg_ingest_opts *opts, int quiet, int node_local)
 {
     struct mrg_ingest_stats st;
+    struct col_ingest_list list;
     struct hm_err err;
-    char **files = NULL, line[1400];
-    size_t nfiles = 0;
-    int rank, size, rc = 0, listed = 0;
+    char line[1400];
+    int rank, size, rc;
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    hm_err_clear(&err);
-    if (rank == 0) {
-        listed = src_kineto_list((const char *const *)argv + optind, argc - optind, &files, &nfiles, &err);
-        if (listed != 0) {
-            hm_say("%s", hm_err_line(&err, line, sizeof line));
-            nfiles = (size_t)-1;
-        }
-    }
-    if (share_list(&files, &nfiles, rank) != 0) {
+    rc = col_ingest_list_share((const char *const *)argv + optind, argc - optind, node_local, &list, &err);
+    if (rc != 0) {
+        if (err.code)
+            hm_say("rank %d: %s", rank, hm_err_line(&err, line, sizeof line));
         MPI_Finalize();
         return CLI_EXIT_FAIL;
     }
     if (rank == 0)
-        rc = mrg_ingest_mpi_merge(files, nfiles, size, opts, &st, &err);
+        rc = mrg_ingest_mpi_merge(list.files, list.nfiles, size, opts, &st, &err);
     else
-        rc = col_ingest_send(files, nfiles, rank, size, opts->keep_args, &err);
-    src_kineto_list_free(files, nfiles);
+        rc = col_ingest_send(&list, opts->keep_args, &err);
+    col_ingest_list_free(&list);
     if (rc != 0)
         hm_say("rank %d: %s", rank, hm_err_line(&err, line, sizeof line));
     else if (rank == 0 && !quiet)
@@ -177,14 +139,14 @@ int cli_ingest(int argc, char **argv)
         {"output", required_argument, 0, 'o'}, {"keep-going", no_argument, 0, 'k'},
         {"jobs", required_argument, 0, 'j'},   {"no-args", no_argument, 0, 'A'},
         {"quiet", no_argument, 0, 'q'},        {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
+        {"node-local", no_argument, 0, 'N'},   {0, 0, 0, 0}};
     struct mrg_ingest_opts opts = {.keep_args = 1};
     struct progress prog = {.tty = isatty(2), .last = hm_mono_s()};
     struct mrg_ingest_stats st;
     struct hm_err err;
     char **files = NULL, line[1400];
     size_t nfiles = 0;
-    int c, quiet = 0, rc;
+    int c, quiet = 0, node_local = 0, rc;
 
     opts.command_line = cli_command_line(argc, argv);
     optind = 1;
@@ -195,6 +157,7 @@ int cli_ingest(int argc, char **argv)
         case 'j': opts.jobs = atoi(optarg); break;
         case 'A': opts.keep_args = 0; break;
         case 'q': quiet = 1; break;
+        case 'N': node_local = 1; break;
         case 'h': fputs(ingest_help, stdout); return CLI_EXIT_OK;
         default: fputs(ingest_help, stderr); return CLI_EXIT_USAGE;
         }
@@ -212,7 +175,7 @@ int cli_ingest(int argc, char **argv)
     {
         struct col_launcher who;
         if (col_env_launcher(&who, NULL) == 0 && who.size > 1)
-            return ingest_parallel(argc, argv, &opts, quiet);
+            return ingest_parallel(argc, argv, &opts, quiet, node_local);
     }
     hm_err_clear(&err);
     rc = src_kineto_list((const char *const *)argv + optind, argc - optind, &files, &nfiles, &err);

@@ -1,8 +1,11 @@
 /* Parallel ingest, collector side: read, send within credit, report. */
 #include "ingest_send.h"
 
+#include <limits.h>
 #include <mpi.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -34,27 +37,63 @@ static int pump(struct col_link *l, uint64_t limit, int *fin, struct hm_err *err
     return rc;
 }
 
-int col_ingest_send(char *const *files, size_t nfiles, int rank, int size, int keep_args,
+/* The name rank 0 knows the file by: the path, or "host:path" when each
+ * host has its own folder (ingest_list.h). */
+static const char *file_name(const struct col_ingest_list *l, const char *path, char *buf, size_t cap)
+{
+    if (!l->host[0])
+        return path;
+    snprintf(buf, cap, "%s:%s", l->host, path);
+    return buf;
+}
+
+/* Test hook: the reader dies (SIGKILL) before its file number N, so the
+ * tests can check that a dead reader never hangs the job. */
+static size_t die_before(void)
+{
+    const char *v = getenv("HTAMERGE_TEST_INGEST_DIE_BEFORE");
+    return v && v[0] ? (size_t)strtoull(v, NULL, 10) : (size_t)-1;
+}
+
+/* Reads one file and queues its batch under the name rank 0 expects. */
+static int send_one(struct col_link *l, const char *path, const char *name, int keep_args, struct hm_msg_done *d,
                     struct hm_err *err)
 {
-    struct hm_clockhook none = {0};
     struct src_kineto_opts ko = {.keep_args = keep_args};
+    struct hm_batch *b = NULL;
+    struct hm_err perr;
+
+    hm_err_clear(&perr);
+    d->files++;
+    if (src_kineto_read(path, &ko, &b, &perr) != 0) {
+        d->files_failed++;
+        return report_failure(name, &perr);
+    }
+    if (name != path) {
+        hm_strid id = hm_batch_intern(b, name, strlen(name));
+        if (!id) {
+            hm_batch_free(b);
+            return hm_err_set(err, HM_ENOMEM, path, -1, "out of memory");
+        }
+        b->info.source_file = id;
+    }
+    d->batches++;
+    return col_link_queue(l, b, err);
+}
+
+int col_ingest_send(const struct col_ingest_list *list, int keep_args, struct hm_err *err)
+{
+    struct hm_clockhook none = {0};
     struct hm_msg_done d = {0};
     struct col_link *l = col_link_new(&none, err);
     int rc = l ? 0 : HM_ENOMEM, fin = 0;
+    size_t die = die_before(), k = 0;
+    char name[PATH_MAX + 80];
 
-    for (size_t i = (size_t)rank - 1; rc == 0 && i < nfiles; i += (size_t)size - 1) {
-        struct hm_batch *b = NULL;
-        struct hm_err perr;
-        hm_err_clear(&perr);
-        d.files++;
-        if (src_kineto_read(files[i], &ko, &b, &perr) != 0) {
-            d.files_failed++;
-            rc = report_failure(files[i], &perr);
-            continue;
-        }
-        d.batches++;
-        rc = col_link_queue(l, b, err);
+    for (size_t i = list->first; rc == 0 && list->step && i < list->nfiles; i += list->step, k++) {
+        if (k == die)
+            raise(SIGKILL);
+        rc = send_one(l, list->files[i], file_name(list, list->files[i], name, sizeof name), keep_args, &d, err);
         if (rc == 0)
             rc = pump(l, COL_LINK_MAX_BACKLOG, &fin, err);
     }

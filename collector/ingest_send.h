@@ -7,10 +7,11 @@
 #include <stddef.h>
 
 #include "common/err.h"
+#include "ingest_list.h"
 
-/* Reads files i with i % (size - 1) == rank - 1 and sends them; returns
- * after rank 0's goodbye. keep_args as in src_kineto_opts. */
-int col_ingest_send(char *const *files, size_t nfiles, int rank, int size, int keep_args,
-                    struct hm_err *err);
+/* Reads this rank's share of the list (ingest_list.h) and sends it, files
+ * under the names rank 0 knows; returns after rank 0's goodbye. keep_args
+ * as in src_kineto_opts. */
+int col_ingest_send(const struct col_ingest_list *list, int keep_args, struct hm_err *err);
 
 #endif

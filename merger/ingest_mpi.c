@@ -1,7 +1,9 @@
 /* Parallel ingest, merger side (rank 0 of `mpirun -n N htamerge ingest`):
- * the other ranks read the files and send records; this rank analyses and
- * writes them as they come, and says goodbye when every rank is done. A
- * failure stops the writing but not the conversation, so no rank hangs. */
+ * the other ranks read the files (collector/ingest_send.c, their shares
+ * from collector/ingest_list.c) and send records; this rank analyses and
+ * writes them in the order of the file list, and says goodbye when every
+ * rank is done. A failure stops the writing but not the conversation, so
+ * no rank hangs. */
 #include "ingest.h"
 
 #include <mpi.h>
@@ -30,11 +32,88 @@ static size_t file_index(struct mrg_store *s, const char *path)
     return hit ? (size_t)(hit - s->files) : s->nfiles;
 }
 
-static int on_batch(struct mrg_store *s, const uint8_t *buf, int len, int from, struct hm_err *err)
+/* Files are stored in the order of the list, as the threaded ingest
+ * stores them: the output is the same whatever the number of readers, and
+ * the clock guess meets its reference (the lowest rank) first. A file that
+ * arrives early waits, decoded, until those before it are stored; its
+ * reader's credit comes back only then, so at most HM_CREDIT_INITIAL
+ * batches per reader wait. A reader reads its share in list order, so the
+ * file awaited is always one its reader may send. */
+struct order {
+    struct mrg_slot **early; /* owned: early[i] arrived before file next */
+    int *from;               /* early[i]'s reader; -1: a file error (no credit) */
+    size_t next;             /* the file to store next */
+};
+
+static int store_now(struct mrg_store *s, size_t i, struct mrg_slot *slot, int from, struct hm_err *err)
+{
+    int rc = mrg_store_slot(s, i, slot, err), one = 1;
+
+    mrg_release_slot(slot);
+    if (from >= 0 && MPI_Send(&one, 1, MPI_INT, from, HM_TAG_CREDIT, MPI_COMM_WORLD) != MPI_SUCCESS && rc == 0)
+        rc = hm_err_set(err, HM_EMPI, NULL, -1, "cannot reach rank %d", from);
+    return rc;
+}
+
+/* Stores file i now if it is next (and the early ones it unblocks), else parks it. */
+static int arrive(struct mrg_store *s, struct order *o, size_t i, struct mrg_slot *slot, int from,
+                  struct hm_err *err)
+{
+    int rc;
+
+    if (i < o->next || o->early[i]) {
+        mrg_release_slot(slot);
+        return hm_err_set(err, HM_EFORMAT, s->files[i], -1, "rank %d sent the file a second time", from);
+    }
+    if (i != o->next) {
+        struct mrg_slot *p = malloc(sizeof *p);
+        if (!p) {
+            mrg_release_slot(slot);
+            return hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
+        }
+        *p = *slot;
+        o->early[i] = p;
+        o->from[i] = from;
+        return 0;
+    }
+    rc = store_now(s, i, slot, from, err);
+    for (o->next++; rc == 0 && o->next < s->nfiles && o->early[o->next]; o->next++) {
+        struct mrg_slot *p = o->early[o->next];
+        o->early[o->next] = NULL;
+        rc = store_now(s, o->next, p, o->from[o->next], err);
+        free(p);
+    }
+    return rc;
+}
+
+/* After a failure, or at the end: the parked files are stored (store 1)
+ * or dropped, and their readers get their credits back either way. */
+static int release_early(struct mrg_store *s, struct order *o, int store, struct hm_err *err)
+{
+    int rc = 0, one = 1;
+
+    for (size_t i = 0; i < s->nfiles; i++) {
+        struct mrg_slot *p = o->early[i];
+        if (!p)
+            continue;
+        o->early[i] = NULL;
+        if (store && rc == 0) {
+            rc = store_now(s, i, p, o->from[i], err);
+        } else {
+            mrg_release_slot(p);
+            if (o->from[i] >= 0)
+                MPI_Send(&one, 1, MPI_INT, o->from[i], HM_TAG_CREDIT, MPI_COMM_WORLD);
+        }
+        free(p);
+    }
+    return rc;
+}
+
+static int on_batch(struct mrg_store *s, struct order *o, const uint8_t *buf, int len, int from,
+                    struct hm_err *err)
 {
     struct mrg_slot slot;
     size_t i;
-    int rc, one = 1;
 
     memset(&slot, 0, sizeof slot);
     slot.rc = hm_wire_decode(buf, (size_t)len, &slot.batch, &slot.err);
@@ -49,14 +128,11 @@ static int on_batch(struct mrg_store *s, const uint8_t *buf, int len, int from, 
         return hm_err_set(err, HM_EFORMAT, NULL, -1, "rank %d sent a file nobody asked for", from);
     }
     s->st->bytes_json += slot.batch->source_bytes;
-    rc = mrg_store_slot(s, i, &slot, err);
-    mrg_release_slot(&slot);
-    if (MPI_Send(&one, 1, MPI_INT, from, HM_TAG_CREDIT, MPI_COMM_WORLD) != MPI_SUCCESS && rc == 0)
-        rc = hm_err_set(err, HM_EMPI, NULL, -1, "cannot reach rank %d", from);
-    return rc;
+    return arrive(s, o, i, &slot, from, err);
 }
 
-static int on_file_error(struct mrg_store *s, const struct hm_msg_file_error *m, struct hm_err *err)
+static int on_file_error(struct mrg_store *s, struct order *o, const struct hm_msg_file_error *m,
+                         struct hm_err *err)
 {
     struct mrg_slot slot;
     size_t i = file_index(s, m->file);
@@ -64,15 +140,21 @@ static int on_file_error(struct mrg_store *s, const struct hm_msg_file_error *m,
     memset(&slot, 0, sizeof slot);
     slot.rc = (int)m->code;
     hm_err_set(&slot.err, (int)m->code, m->file, m->offset, "%s", m->msg);
-    return mrg_store_slot(s, i < s->nfiles ? i : 0, &slot, err);
+    if (i == s->nfiles) /* not one of ours: report it, in no particular place */
+        return mrg_store_slot(s, 0, &slot, err);
+    return arrive(s, o, i, &slot, -1, err);
 }
 
-/* Receives until every other rank sent DONE. Returns the first failure. */
-static int receive_all(struct mrg_store *s, int size, uint64_t total, struct hm_err *err)
+/* Receives until every other rank sent DONE. Returns the first failure;
+ * failed: one before the first message (then nothing is stored, but the
+ * readers still get their credits). *busy: seconds spent decoding and
+ * storing (the rest is waiting). */
+static int receive_all(struct mrg_store *s, struct order *o, int size, uint64_t total, int failed,
+                       double *busy, struct hm_err *err)
 {
     uint8_t *buf = NULL;
     size_t cap = 0;
-    int done = 0, rc = 0;
+    int done = 0, rc = failed;
 
     while (done < size - 1) {
         MPI_Status st;
@@ -100,19 +182,43 @@ static int receive_all(struct mrg_store *s, int size, uint64_t total, struct hm_
             }
             continue;
         }
+        *busy -= hm_mono_s();
         if (st.MPI_TAG == HM_TAG_BATCH)
-            r = on_batch(s, buf, len, st.MPI_SOURCE, err);
+            r = on_batch(s, o, buf, len, st.MPI_SOURCE, err);
         else if (st.MPI_TAG == HM_TAG_FILE_ERROR && (size_t)len >= sizeof(struct hm_msg_file_error))
-            r = on_file_error(s, (const struct hm_msg_file_error *)(const void *)buf, err);
+            r = on_file_error(s, o, (const struct hm_msg_file_error *)(const void *)buf, err);
         else
             r = hm_err_set(err, HM_EMPI, NULL, -1, "unexpected message %d from rank %d", st.MPI_TAG,
                            st.MPI_SOURCE);
+        *busy += hm_mono_s();
         rc = r;
+        if (rc != 0) { /* the parked files' readers wait for their credits */
+            struct hm_err ignored;
+            release_early(s, o, 0, &ignored);
+        }
         if (rc == 0 && s->opts->progress)
             s->opts->progress(s->opts->progress_ctx, s->st, total, 0);
     }
     free(buf);
     return rc;
+}
+
+/* HTAMERGE_STATS=1 prints each phase's wall time (for the benchmarks),
+ * and the write rate of the phase that receives and writes. */
+static void phase_done(const char *what, double *since, const struct mrg_ingest_stats *st, double busy)
+{
+    double now = hm_mono_s(), el = now - *since;
+
+    if (getenv("HTAMERGE_STATS")) {
+        fprintf(stderr, "htamerge-stats: ingest %-22s %.3f s", what, el);
+        if (st) {
+            double rows = (double)(st->slices + st->collectives + st->counters);
+            fprintf(stderr, " (%.0f rows, %.0f rows/s; writer busy %.3f s, %.0f rows/s busy)", rows,
+                    el > 0 ? rows / el : 0.0, busy, busy > 0 ? rows / busy : 0.0);
+        }
+        fputc('\n', stderr);
+    }
+    *since = now;
 }
 
 static void say_goodbye(int size)
@@ -125,9 +231,15 @@ static void say_goodbye(int size)
 int mrg_ingest_mpi_merge(char *const *files, size_t nfiles, int size, const struct mrg_ingest_opts *opts,
                          struct mrg_ingest_stats *stats, struct hm_err *err)
 {
-    struct mrg_store s = {.files = files, .nfiles = nfiles, .opts = opts, .st = stats};
+    /* As the threaded ingest: clocks guessed before writing and the
+     * analyses' view tapped while writing, so that the cross-rank phase
+     * re-times and reads back nothing it can avoid (ingest.c). */
+    struct mrg_store s = {.files = files, .nfiles = nfiles, .opts = opts, .st = stats,
+                          .guess = {.on = 1, .ref = -1}};
+    struct xr_view view = {0};
+    struct order ord = {calloc(nfiles + 1, sizeof *ord.early), calloc(nfiles + 1, sizeof *ord.from), 0};
     uint64_t total = 0;
-    double t0 = hm_mono_s();
+    double t0 = hm_mono_s(), t_phase = t0, busy = 0;
     struct stat sb;
     int rc;
 
@@ -137,30 +249,49 @@ int mrg_ingest_mpi_merge(char *const *files, size_t nfiles, int size, const stru
             total += (uint64_t)sb.st_size;
     s.w = mrg_writer_open(opts->output, err);
     rc = s.w ? 0 : (err->code ? err->code : HM_EIO);
+    if (s.w)
+        mrg_writer_set_slice_tap(s.w, xr_view_tap, &view);
+    if (rc == 0 && (!ord.early || !ord.from))
+        rc = hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
     {
         struct hm_err rerr;
         hm_err_clear(&rerr);
-        int r = receive_all(&s, size, total, rc ? &rerr : err);
+        int r = receive_all(&s, &ord, size, total, rc, &busy, rc ? &rerr : err);
+        if (rc == 0)
+            rc = r;
+        /* Parked files left mean a file never came: store the rest anyway. */
+        r = ord.early ? release_early(&s, &ord, rc == 0, rc ? &rerr : err) : 0;
         if (rc == 0)
             rc = r;
     }
+    free(ord.early);
+    free(ord.from);
     say_goodbye(size);
+    busy -= hm_mono_s();
     if (rc == 0)
         rc = mrg_rank_files_finish(s.rfiles, s.w, err); /* ranks of several files */
+    busy += hm_mono_s();
+    phase_done("parse and write", &t_phase, stats, busy);
     mrg_rank_files_free(s.rfiles);
     if (rc == 0 && stats->ranks == 0)
         rc = hm_err_set(err, HM_EFORMAT, NULL, -1, "none of the %zu files could be read", nfiles);
     if (rc == 0)
         rc = mrg_ingest_write_meta(s.w, opts, "htamerge ingest (parallel)", err);
+    if (s.w)
+        mrg_writer_set_slice_tap(s.w, NULL, NULL);
     if (rc == 0)
-        rc = xr_finish(s.w, NULL, err);
+        rc = xr_finish_view(s.w, NULL, &view, err);
+    xr_view_free(&view);
+    phase_done("cross-rank analyses", &t_phase, NULL, 0);
     if (s.w) {
         if (rc == 0)
             rc = mrg_writer_finish(s.w, err);
         else
             mrg_writer_abort(s.w);
     }
+    phase_done("indexes and close", &t_phase, NULL, 0);
     free(s.ranks.owner);
+    free(s.guess.calls);
     stats->seconds = hm_mono_s() - t0;
     if (opts->progress)
         opts->progress(opts->progress_ctx, stats, total, 1);

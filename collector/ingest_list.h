@@ -1,0 +1,34 @@
+/* Who reads which trace file in a parallel ingest (`mpirun -n N htamerge
+ * ingest`). Rank 0 needs every file's name (the merger checks each batch
+ * against them); a reader needs the paths it reads and its share of them.
+ * Reading is ingest_send.c; merging is merger/ingest_mpi.c. */
+#ifndef HM_COLLECTOR_INGEST_LIST_H
+#define HM_COLLECTOR_INGEST_LIST_H
+
+#include <stddef.h>
+
+#include "common/err.h"
+
+/* Each rank's view of the files. */
+struct col_ingest_list {
+    char **files;       /* owned (col_ingest_list_free): rank 0 every file's name,
+                         * sorted; a reader the paths on its own host */
+    size_t nfiles;
+    size_t first, step; /* a reader reads files[first], files[first + step], ... */
+    char host[64];      /* node-local: the prefix of every name ("host:path"); else "" */
+};
+
+/* Collective over MPI_COMM_WORLD. Shared folders (node_local 0): rank 0
+ * lists the paths and every reader sees its list. Node-local folders: the
+ * ranks of each host (HTAMERGE_HOSTNAME, else gethostname) list the same
+ * paths on their own disk, the host's readers share its files, and rank 0
+ * gets the union named "host:path", so equal paths on two hosts differ.
+ * Returns 0 on every rank, or non-zero on every rank (a listing failed, no
+ * file anywhere, or files on a host without a reader); err says why on
+ * the ranks that know (err->code 0 on the others). */
+int col_ingest_list_share(const char *const *paths, int npaths, int node_local, struct col_ingest_list *out,
+                          struct hm_err *err);
+
+void col_ingest_list_free(struct col_ingest_list *l);
+
+#endif
