@@ -27,6 +27,8 @@ struct run {
     cJSON *kernel_types;     /* owned: detached from the kernels document */
     cJSON *straggler;        /* owned: the verdict's rank or null */
     char *status;            /* owned: meta.run_status, or NULL */
+    cJSON *dims;             /* owned: {dim: exposed communication us, summed over analysed rank-steps} */
+    int rank_steps;          /* analysed (rank, step) pairs with a breakdown */
 };
 
 struct diff_ctx {
@@ -108,6 +110,32 @@ static int cmp_step(const cJSON *a, const cJSON *b)
     return ra != rb ? (ra < rb ? -1 : 1) : (sa > sb) - (sa < sb);
 }
 
+/* Exposed communication by parallelism dimension (comm_by_pg rows, the
+ * group's name where it has no dimension), over the analysed steps. */
+static int load_dims(struct run *run, cJSON *doc, int all_steps)
+{
+    const cJSON *steps = member(doc, "steps"), *s = steps ? steps->child : NULL, *g;
+
+    if (!run->dims && !(run->dims = cJSON_CreateObject()))
+        return HM_ENOMEM;
+    cJSON_ArrayForEach(g, member(doc, "comm_by_pg")) {
+        const cJSON *dim = member(g, "dim"), *pg = member(g, "pg");
+        const char *key = cJSON_IsString(dim) ? dim->valuestring : cJSON_IsString(pg) ? pg->valuestring : "?";
+        cJSON *sum;
+        bool ok;
+        double ms = num(g, "exposed_ms", &ok);
+        while (s && cmp_step(s, g) < 0)
+            s = s->next;
+        if (!ok || !s || cmp_step(s, g) != 0 || !step_analysed(s, all_steps) || !rank_find(run, g))
+            continue;
+        if (!(sum = cJSON_GetObjectItemCaseSensitive(run->dims, key)) &&
+            !(sum = cJSON_AddNumberToObject(run->dims, key, 0)))
+            return HM_ENOMEM;
+        cJSON_SetNumberValue(sum, sum->valuedouble + ms * 1000);
+    }
+    return 0;
+}
+
 /* Step time and GPU busy time from steps; exposed communication from the
  * breakdown, for the same analysed steps (both lists are sorted by rank,
  * step, so one walk pairs them). */
@@ -132,11 +160,12 @@ static int load_steps(struct run *run, cJSON *doc, int all_steps)
             if (ok) {
                 rv->v[AN_M_EXPOSED_COMM] += ms * 1000;
                 rv->cnt[AN_M_EXPOSED_COMM]++;
+                run->rank_steps++;
             }
         }
     }
     an_cmp_count_steps(&run->k);
-    return 0;
+    return load_dims(run, doc, all_steps);
 }
 
 static int load_temporal(struct run *run, cJSON *doc, int all_steps)
@@ -241,6 +270,7 @@ static void run_free(struct run *run)
     free(run->status);
     cJSON_Delete(run->kernel_types);
     cJSON_Delete(run->straggler);
+    cJSON_Delete(run->dims);
 }
 
 /* ---- comparing ---- */
@@ -298,6 +328,32 @@ static int add_overall(struct diff_ctx *c)
         hn = an_cmp_mean(&c->new.k, m, &n);
         if ((hb || hn) && !add_row(c, name, -1, an_cmp_metrics[m].better, hb, b, hn, n))
             return HM_ENOMEM;
+    }
+    return 0;
+}
+
+/* Overall rows of exposed communication per step by parallelism dimension
+ * (exposed_comm_<dim>_us_per_step), for every dimension either run has: a run with
+ * a breakdown and none of a dimension's communication counts 0 for it. */
+static int add_dims(struct diff_ctx *c)
+{
+    const struct run *runs[2] = {&c->base, &c->new};
+
+    for (int i = 0; i < 2; i++) {
+        const cJSON *d;
+        cJSON_ArrayForEach(d, runs[i]->dims) {
+            char name[96];
+            const cJSON *in[2];
+            if (i == 1 && cJSON_GetObjectItemCaseSensitive(c->base.dims, d->string))
+                continue;   /* done with base's */
+            for (int k = 0; k < 2; k++)
+                in[k] = cJSON_GetObjectItemCaseSensitive(runs[k]->dims, d->string);
+            snprintf(name, sizeof name, "exposed_comm_%.60s_us_per_step", d->string);
+            if (!add_row(c, name, -1, -1, c->base.rank_steps > 0,
+                         in[0] && c->base.rank_steps ? in[0]->valuedouble / c->base.rank_steps : 0,
+                         c->new.rank_steps > 0, in[1] && c->new.rank_steps ? in[1]->valuedouble / c->new.rank_steps : 0))
+                return HM_ENOMEM;
+        }
     }
     return 0;
 }
@@ -600,6 +656,8 @@ static int diff_compare(struct diff_ctx *c)
     if (!c->metrics || !c->notes)
         return HM_ENOMEM;
     rc = add_overall(c);
+    if (rc == 0 && c->mode == AN_MODE_STEPS)
+        rc = add_dims(c);
     if (rc == 0)
         rc = add_kernel_types(c);
     if (rc == 0)

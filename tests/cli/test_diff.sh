@@ -169,4 +169,25 @@ grep -q "junk.db: not an htamerge database" "$T/err" || fail "junk file: '$(cat 
 diff_rc 0 --help
 grep -q "^exit status: 0 no regression, 1 NEW regressed" "$T/out" || fail "--help: exit status"
 
+# Exposed communication by parallelism dimension: a 2-D mesh (htamerge-synth
+# --tp 2, 8 ranks) clean against one where rank 5 is 20 ms late. The
+# dimensions' rows add up to exposed_comm_us_per_step, and the late rank's
+# data-parallel group (4 ranks waiting) costs more than its tensor-parallel
+# pair.
+SYN=${HTAMERGE_SYNTH:-$(dirname "$H")/htamerge-synth}
+for m in clean:"" late:"--straggler 5:20"; do
+    # shellcheck disable=SC2086
+    HTAMERGE_TRACE_DIR="$T/mesh_${m%%:*}" HTAMERGE_RUN_START_NS=1700000000000000000 "$SYN" --ranks 8 --tp 2 --steps 6 \
+        --gzip ${m#*:} 2>/dev/null || fail "synth mesh ${m%%:*}"
+    "$H" ingest -q -o "$T/mesh_${m%%:*}.db" "$T/mesh_${m%%:*}" || fail "ingest mesh ${m%%:*}"
+done
+"$H" diff "$T/mesh_clean.db" "$T/mesh_late.db" --format json > "$T/mesh.json"
+python3 -c 'import json,sys
+d = json.load(open(sys.argv[1])); o = {m["metric"]: m for m in d["metrics"] if m["rank"] is None}
+tp, dp, all_ = o["exposed_comm_tp_us_per_step"], o["exposed_comm_dp_us_per_step"], o["exposed_comm_us_per_step"]
+for k in ("base", "new"):
+    assert abs(tp[k] + dp[k] - all_[k]) < 2, (k, tp[k], dp[k], all_[k])   # each row rounds to 1 us
+assert tp["worse"] and dp["worse"] and dp["delta"] > tp["delta"] > 0, (tp, dp)' "$T/mesh.json" ||
+    fail "diff by dimension: $(head -c 600 "$T/mesh.json")"
+
 finish "test_diff: ok"
