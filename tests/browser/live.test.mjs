@@ -54,7 +54,12 @@ await runTest(exe, async (page, check, errors) => {
     const d = document.getElementById('tl').dataset;
     return Number(d.t1) - Number(d.t0) > s && d.loaded;
   }, early.span, { timeout: 10000 });
-  await page.waitForTimeout(500);
+  // The stitched NVTX ranges come with the finished file's analyses, which
+  // a sanitizer build takes seconds longer to write: wait for them, bounded.
+  await page.waitForFunction(() => {
+    const d = document.getElementById('tl').dataset;
+    return d.nvtxGroups === '2' && Number(d.nvtx) > 0;
+  }, null, { timeout: 20000 }).catch(() => {});
   const end = { ...(await ds()), span: await span() };
   check(end.span > early.span, `the whole run is longer than at first (${early.span} -> ${end.span} ns)`);
   check(Number(end.slices) > 0, `slices drawn over the whole run (${end.slices}; ${early.slices} at first)`);
