@@ -2,6 +2,7 @@
 # under DistributedDataParallel over gloo, seeded (TINY_COMPILE=1: the DDP
 # model under torch.compile). Plain PyTorch.
 import os
+import time
 
 import torch
 import torch.distributed as dist
@@ -24,4 +25,9 @@ def setup():
 
 
 def batch(gen):
+    # Every rank waits 10 ms for its batch, as behind a real input pipeline:
+    # four ranks on two cores otherwise spend the whole step competing for
+    # them, and which one the scheduler runs last decides a balanced run's
+    # "straggler" (the straggler runs sleep 20 ms more on rank 2).
+    time.sleep(0.01)
     return torch.randn(16, 32, generator=gen), torch.randn(16, 1, generator=gen)
