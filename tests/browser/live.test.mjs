@@ -62,7 +62,7 @@ await runTest(exe, async (page, check, errors) => {
   let nvtxPage = page;
   if (!(nvtxNow.nvtxGroups === '2' && Number(nvtxNow.nvtx) > 0)) {
     await page.waitForTimeout(3000);
-    nvtxPage = await page.context().newPage();   // the live page keeps polling
+    nvtxPage = await page.context().browser().newPage();   // the live page keeps polling
     await nvtxPage.goto(page.url());
     await nvtxPage.waitForSelector('body[data-ready="1"]', { timeout: 30000 });
     await nvtxPage.click('#tabs button[data-tab="timeline"]');
