@@ -21,6 +21,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD_DIR=${BUILD_DIR:-build}
 case $BUILD_DIR in /*) ;; *) BUILD_DIR=$ROOT/$BUILD_DIR ;; esac
 HM=$BUILD_DIR/htamerge
+. "$ROOT/tests/tools/serve_port.sh"
 [ $# -ge 1 ] || { echo "usage: bash bench/serve_scale.sh FILE.db [FILE.db ...]" >&2; exit 2; }
 T=$(mktemp -d)
 pid=
@@ -40,13 +41,7 @@ for db in "$@"; do
     sync; echo 3 2>/dev/null >/proc/sys/vm/drop_caches || true
     "$HM" serve "$db" --listen 127.0.0.1:0 ${MEMORY_MB:+--memory "$MEMORY_MB"} 2>"$T/serve.err" &
     pid=$!
-    port=
-    for _ in $(seq 100); do
-        port=$(sed -n 's|.*http://127\.0\.0\.1:\([0-9]*\)/.*|\1|p' "$T/serve.err")
-        [ -n "$port" ] && break
-        sleep 0.1
-    done
-    [ -n "$port" ] || { cat "$T/serve.err" >&2; exit 1; }
+    port=$(serve_port "$T/serve.err") || { cat "$T/serve.err" >&2; exit 1; }
     read -r _ rb rt <<<"$(get run)"
     read -r _ kb kt <<<"$(get ranks)"
     read -r _ hb ht <<<"$(get 'heatmap?cols=600&rows=700')"

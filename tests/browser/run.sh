@@ -9,6 +9,7 @@
 #   apt-get install -y chromium nodejs npm && (cd tests/browser && npm ci)
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../tools/serve_port.sh"
 H=${HTAMERGE:?path of the htamerge binary}
 SYN=${HTAMERGE_SYNTH:-$(dirname "$H")/htamerge-synth}
 CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
@@ -35,13 +36,7 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-}:detect_leaks=0
 serve() {
     "$H" serve "$1" --listen 127.0.0.1:0 2>"$T/serve.err" &
     pid=$!
-    port=
-    for _ in $(seq 100); do
-        port=$(sed -n 's|.*http://127\.0\.0\.1:\([0-9]*\)/.*|\1|p' "$T/serve.err")
-        [ -n "$port" ] && break
-        sleep 0.1
-    done
-    [ -n "$port" ] || { echo "FAIL: server did not start"; cat "$T/serve.err"; }
+    port=$(serve_port "$T/serve.err") || { echo "FAIL: server did not start"; cat "$T/serve.err"; }
 }
 unserve() { kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; pid=; }
 
