@@ -147,7 +147,10 @@ static int api_run(struct qry_dbh *h, struct qry_call *c)
     cJSON_AddStringToObject(doc, "origin_ns", num);
     cJSON_AddNumberToObject(doc, "span_ns", (double)(end - origin));
     cJSON_AddBoolToObject(doc, "live", cJSON_IsString(st) && !strcmp(st->valuestring, "running"));
-    cJSON_AddNumberToObject(doc, "version", (double)h->version);
+    /* The version of what the timeline serves: while its index lags a
+     * commit (rebuilt at most every QRY_LOD_REBUILD_S), a client told of the
+     * new version would reload, get the old rows, and not ask again. */
+    cJSON_AddNumberToObject(doc, "version", (double)(fresh ? h->version : h->lod_version));
     c->cacheable = fresh;
     return reply_doc(c, doc);
 }

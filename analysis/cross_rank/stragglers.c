@@ -230,11 +230,107 @@ static double step_duration(const struct xr_ctx *x, int64_t number)
     return n ? sum / n : 0;
 }
 
+/* Where each analysed instance's delay began (attribute_delays): `own` of
+ * its skew is its late rank's, `passed` is `root`'s, passed on to the late
+ * rank through the collective it left last. */
+struct delay_origin {
+    int64_t *own, *passed;     /* per instance */
+    int *root;                 /* per instance */
+    int64_t *release;          /* per rank: exit of its latest collective so far */
+    int *release_root;         /* per rank: whose delay set that exit */
+    struct step_ref *order;
+};
+
+static int cmp_step_ref(const void *pa, const void *pb)
+{
+    const struct step_ref *a = pa, *b = pb;
+    return a->step != b->step ? (a->step > b->step) - (a->step < b->step)
+                              : (a->inst > b->inst) - (a->inst < b->inst);
+}
+
+/* Scalasca's propagation of wait states to their root cause, on enter and
+ * exit times. Ranks leave a collective together, so how much later the late
+ * rank entered the next one than the first rank did is its own work, except
+ * where it was released later (left its previous collective later, held
+ * there by someone): up to that difference the delay is passed on, and
+ * charged to whoever set that release. In a 2-D mesh the partner that
+ * waited for a late tensor-parallel rank is in turn last into its
+ * data-parallel group, and the others' next steps start late: without
+ * this, one straggler's hold-ups split over several ranks, none of them the
+ * majority. Instances are taken in the order their last rank entered. */
+static void attribute_delays(const struct xr_ctx *x, const struct step_ref *ref, size_t n,
+                             struct delay_origin *d)
+{
+    for (int r = 0; r < x->nranks; r++) {
+        d->release[r] = INT64_MIN;
+        d->release_root[r] = r;
+    }
+    for (size_t q = 0; q < n; q++)
+        d->order[q] = (struct step_ref){x->inst.v[ref[q].inst].last_enter, ref[q].inst};
+    xr_sort(d->order, n, sizeof *d->order, cmp_step_ref);
+    for (size_t q = 0; q < n; q++) {
+        size_t i = d->order[q].inst;
+        const struct xr_inst *in = &x->inst.v[i];
+        int late = in->late_rank, first = -1;
+        int64_t skew = in->last_enter - in->first_enter, passed = 0;
+
+        d->own[i] = d->passed[i] = 0;
+        d->root[i] = late;
+        if (late < 0 || late >= x->nranks || skew <= 0)
+            continue;
+        for (size_t k = in->first; k < in->first + in->n && first < 0; k++) {
+            const struct xr_coll *m = &x->coll.v[x->members.v[k]];
+            if (m->enter == in->first_enter && m->rank >= 0 && m->rank < x->nranks)
+                first = m->rank;
+        }
+        if (first >= 0 && d->release[late] != INT64_MIN && d->release[first] != INT64_MIN &&
+            d->release[late] > d->release[first])
+            passed = d->release[late] - d->release[first];
+        if (passed > skew)
+            passed = skew;
+        d->passed[i] = passed;
+        d->own[i] = skew - passed;
+        d->root[i] = passed > 0 ? d->release_root[late] : late;
+        for (size_t k = in->first; k < in->first + in->n; k++) {
+            const struct xr_coll *m = &x->coll.v[x->members.v[k]];
+            if (m->rank < 0 || m->rank >= x->nranks || m->exit < d->release[m->rank])
+                continue;
+            d->release[m->rank] = m->exit;
+            d->release_root[m->rank] = d->passed[i] > d->own[i] ? d->root[i] : late;
+        }
+    }
+}
+
+/* Each rank's hold-up in one step: its largest delay of the others in any
+ * one instance, counting the delay it passed on through other ranks. */
+static void step_holdups(const struct xr_ctx *x, const struct step_ref *ref, size_t n,
+                         const struct delay_origin *d, int64_t *hold)
+{
+    memset(hold, 0, (size_t)x->nranks * sizeof *hold);
+    for (size_t q = 0; q < n; q++) {
+        size_t i = ref[q].inst;
+        int late = x->inst.v[i].late_rank, root = d->root[i];
+        int64_t own = d->own[i], passed = d->passed[i];
+
+        if (late < 0 || late >= x->nranks)
+            continue;
+        if (root == late) {
+            own += passed;
+            passed = 0;
+        }
+        if (own > hold[late])
+            hold[late] = own;
+        if (passed > 0 && root >= 0 && root < x->nranks && passed > hold[root])
+            hold[root] = passed;
+    }
+}
+
 /* Totals per rank over the instances ref[0..n) (analysed ones, sorted by
  * step). Returns n; *op is the one op they share, or 0. Hold-ups (rules 2b
  * and 5) come from the steps with a known duration, into *st. */
 static int64_t totals(struct xr_ctx *x, const struct step_ref *ref, size_t n, struct xr_blame *b,
-                      int64_t *hold, int64_t *op, struct xr_step_totals *st)
+                      const struct delay_origin *d, int64_t *hold, int64_t *op,
+                      struct xr_step_totals *st)
 {
     double dur_sum = 0;
 
@@ -266,15 +362,7 @@ static int64_t totals(struct xr_ctx *x, const struct step_ref *ref, size_t n, st
             ;
         if (step == HM_NONE || (dur = step_duration(x, step)) <= 0)
             continue;
-        memset(hold, 0, (size_t)x->nranks * sizeof *hold);
-        for (size_t q = i; q < j; q++) {
-            const struct xr_inst *in = &x->inst.v[ref[q].inst];
-            for (size_t k = in->first; k < in->first + in->n; k++) {
-                const struct xr_coll *m = &x->coll.v[x->members.v[k]];
-                if (m->late && in->last_enter - in->first_enter > hold[m->rank])
-                    hold[m->rank] = in->last_enter - in->first_enter;
-            }
-        }
+        step_holdups(x, ref + i, j - i, d, hold);
         for (int r = 0; r < x->nranks; r++) {
             b[r].holdup_ns += hold[r];
             if (hold[r] > 0 && (top < 0 || hold[r] > hold[top]))
@@ -290,11 +378,12 @@ static int64_t totals(struct xr_ctx *x, const struct step_ref *ref, size_t n, st
 }
 
 static int store_verdict(struct xr_ctx *x, sqlite3_stmt *st, int64_t step,
-                         const struct step_ref *ref, size_t nref, struct xr_blame *b, int64_t *hold)
+                         const struct step_ref *ref, size_t nref, struct xr_blame *b,
+                         const struct delay_origin *d, int64_t *hold)
 {
     struct xr_verdict v;
     struct xr_step_totals steps;
-    int64_t op, n = totals(x, ref, nref, b, hold, &op, &steps);
+    int64_t op, n = totals(x, ref, nref, b, d, hold, &op, &steps);
     char what[160];
     int rc;
 
@@ -318,42 +407,48 @@ static int store_verdict(struct xr_ctx *x, sqlite3_stmt *st, int64_t step,
     return rc == SQLITE_DONE ? 0 : -1;
 }
 
-static int cmp_step_ref(const void *pa, const void *pb)
-{
-    const struct step_ref *a = pa, *b = pb;
-    return a->step != b->step ? (a->step > b->step) - (a->step < b->step)
-                              : (a->inst > b->inst) - (a->inst < b->inst);
-}
-
 /* Rows: the whole run, then each step in order. Instances are grouped by
  * step once, so a run of many steps costs a sort, not a scan per step. */
 int xr_stragglers_store(struct xr_ctx *x, struct hm_err *err)
 {
     sqlite3_stmt *st = NULL;
-    struct xr_blame *b = calloc((size_t)x->nranks + 1, sizeof *b);
-    int64_t *hold = calloc((size_t)x->nranks + 1, sizeof *hold);
-    struct step_ref *ref = malloc((x->inst.n + 1) * sizeof *ref);
+    size_t nr = (size_t)x->nranks + 1, ni = x->inst.n + 1;
+    struct xr_blame *b = calloc(nr, sizeof *b);
+    int64_t *hold = calloc(nr, sizeof *hold);
+    struct delay_origin d = {calloc(ni, sizeof *d.own), calloc(ni, sizeof *d.passed),
+                             calloc(ni, sizeof *d.root), calloc(nr, sizeof *d.release),
+                             calloc(nr, sizeof *d.release_root), malloc(ni * sizeof *d.order)};
+    struct step_ref *ref = malloc(ni * sizeof *ref);
     size_t n = 0;
-    int rc = b && hold && ref ? xr_prepare(x, hm_sql_xrank_insert_verdict, &st, err)
-                              : hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
+    int rc = b && hold && d.own && d.passed && d.root && d.release && d.release_root && d.order && ref
+                 ? xr_prepare(x, hm_sql_xrank_insert_verdict, &st, err)
+                 : hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
 
     for (size_t i = 0; rc == 0 && i < x->inst.n; i++)
         if (x->inst.v[i].analysed)
             ref[n++] = (struct step_ref){x->inst.v[i].step, i};
-    if (rc == 0)
+    if (rc == 0) {
+        attribute_delays(x, ref, n, &d);
         xr_sort(ref, n, sizeof *ref, cmp_step_ref);
-    if (rc == 0 && store_verdict(x, st, HM_NONE, ref, n, b, hold))
+    }
+    if (rc == 0 && store_verdict(x, st, HM_NONE, ref, n, b, &d, hold))
         rc = xr_sql_fail(x, err, "storing straggler verdicts");
     for (size_t i = 0, j; rc == 0 && i < n; i = j) {
         int64_t step = ref[i].step;
         for (j = i; j < n && x->inst.v[ref[j].inst].step == step; j++)
             ;
-        if (step != HM_NONE && store_verdict(x, st, step, ref + i, j - i, b, hold))
+        if (step != HM_NONE && store_verdict(x, st, step, ref + i, j - i, b, &d, hold))
             rc = xr_sql_fail(x, err, "storing straggler verdicts");
     }
     sqlite3_finalize(st);
     free(b);
     free(hold);
+    free(d.own);
+    free(d.passed);
+    free(d.root);
+    free(d.release);
+    free(d.release_root);
+    free(d.order);
     free(ref);
     return rc;
 }

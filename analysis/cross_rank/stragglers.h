@@ -22,7 +22,11 @@
  *         data-parallel steps: behind one late bucket the others' allreduces
  *         queue up on the GPU, and the entry order of the rest is noise
  *         (tests/fixtures/gpu/nccl2_straggler1: last in 54 of 88, but
- *         holding up every step by 20-36 ms);
+ *         holding up every step by 20-36 ms). A hold-up counts where it
+ *         began: a rank released late from its previous collective (held
+ *         there by R) passes up to that much of its next skew on to R (a
+ *         2-D mesh's straggler delays its partners' other groups and the
+ *         next steps; stragglers.c, attribute_delays);
  *   3. it carries at least half of all blame (with steps: of all the
  *      ranks' hold-ups, since blame counts a skew once per collective and
  *      so favours a rank a little behind for whole steps);

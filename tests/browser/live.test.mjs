@@ -54,30 +54,19 @@ await runTest(exe, async (page, check, errors) => {
     const d = document.getElementById('tl').dataset;
     return Number(d.t1) - Number(d.t0) > s && d.loaded;
   }, early.span, { timeout: 10000 });
-  // The stitched NVTX ranges come with the finished file's analyses. Under
-  // the sanitizers the live page has been seen not to pick them up (a known
-  // gap of the viewer's live refresh, left open): the finished file is then
-  // checked as a reopened page sees it.
-  const nvtxNow = await ds();
-  let nvtxPage = page;
-  if (!(nvtxNow.nvtxGroups === '2' && Number(nvtxNow.nvtx) > 0)) {
-    await page.waitForTimeout(3000);
-    nvtxPage = await page.context().browser().newPage();   // the live page keeps polling
-    await nvtxPage.goto(page.url());
-    await nvtxPage.waitForSelector('body[data-ready="1"]', { timeout: 30000 });
-    await nvtxPage.click('#tabs button[data-tab="timeline"]');
-  }
-  await nvtxPage.waitForFunction(() => {
+  // The stitched NVTX ranges come with the finished file's analyses, which
+  // a sanitizer build takes seconds longer to write; the live page must pick
+  // them up itself (the server's version moves only with what its timeline
+  // serves: tests/cli/test_serve.sh). Bounded wait.
+  await page.waitForFunction(() => {
     const d = document.getElementById('tl').dataset;
     return d.nvtxGroups === '2' && Number(d.nvtx) > 0;
   }, null, { timeout: 20000 }).catch(() => {});
-  const nv = await nvtxPage.$eval('#tl', (c) => Object.assign({}, c.dataset));
-  if (nvtxPage !== page) await nvtxPage.close();
   const end = { ...(await ds()), span: await span() };
   check(end.span > early.span, `the whole run is longer than at first (${early.span} -> ${end.span} ns)`);
   check(Number(end.slices) > 0, `slices drawn over the whole run (${end.slices}; ${early.slices} at first)`);
   check(end.groups === '2', `2 rank groups (${end.groups})`);
-  check(nv.nvtxGroups === '2' && Number(nv.nvtx) > 0, `NVTX rows drawn on both ranks (${nv.nvtxGroups}, ${nv.nvtx} ranges)`);
+  check(end.nvtxGroups === '2' && Number(end.nvtx) > 0, `NVTX rows drawn on both ranks (${end.nvtxGroups}, ${end.nvtx} ranges)`);
   await page.screenshot({ path: `${outDir}/live-done.png` });
   check(errors.length === 0, `no console errors (${errors.join(' | ')})`);
 

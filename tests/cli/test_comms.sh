@@ -84,6 +84,11 @@ check "$T/mesh8.json" 'all(abs(g[(p, "allreduce")]["algbw_gbps"] - 26214400 / 1.
 check "$T/mesh8.json" 'all(abs(g[(p, "allreduce")]["algbw_gbps"] - 16777216 / 1e-3 / 1e9) < 0.01 and abs(g[(p, "allreduce")]["busbw_gbps"] - 1.5 * g[(p, "allreduce")]["algbw_gbps"]) < 0.01 for p in "56")'
 check "$T/mesh8.json" 'g[("3", "allreduce")]["late_rank"] == 5 and g[("6", "allreduce")]["late_rank"] == 5 and g[("3", "allreduce")]["late_count"] == 6'
 
+# The verdict agrees: the ranks that waited for rank 5 and so entered their
+# other group last (rank 4 in dp, the odd ranks' next steps) pass its delay
+# on; it is charged to rank 5, not split over five ranks.
+"$H" report "$T/mesh8.db" stragglers --format json > "$T/mesh8_str.json" || fail "report stragglers mesh8"
+check "$T/mesh8_str.json" 'd["straggler"] == 5 and all(s["straggler"] == 5 for s in d["steps"])'
 "$H" report "$T/mesh8.db" critical-path --format json > "$T/mesh8_path.json" || fail "critical-path mesh8"
 check "$T/mesh8_path.json" 'all(s["summary"].startswith(("3", "2")) and " rank 5 " in s["summary"].split(",")[0] for s in d["steps"])'
 

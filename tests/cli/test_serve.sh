@@ -190,6 +190,32 @@ json 'len(d["ranks"]) == 1'
 expect 200 "ranks after the file was replaced" /api/ranks
 json 'len(d["ranks"]) == 2'
 
+# ---- another connection commits: the version a client sees moves only with
+# what it gets. The timeline's index is rebuilt at most every 2 s, so a
+# commit right after a build leaves it stale for a while; a version that
+# moved before the index caught up made a live page reload once, get the old
+# rows, and never ask again (the finished run's NVTX rows never drawn).
+cp "$T/tf.db" "$T/commit.db"
+start_server commit "$T/commit.db" || exit 1
+expect 200 "run before the commit" /api/run
+v0=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["version"])' "$T/body")
+expect 200 "timeline before the commit" "/api/timeline?px=300&ranks=0,1"
+json 'sum(len(t["slices"]) + len(t["dense"]) for t in d["tracks"] if t["id"] == 2) > 0'
+sqlite3 "$T/commit.db" "DELETE FROM slices WHERE track = 2" || fail "commit: sqlite3 could not write"
+moved=0
+for _ in $(seq 50); do
+    req /api/run
+    v=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["version"])' "$T/body" 2>/dev/null)
+    if [ -n "$v" ] && [ "$v" != "$v0" ]; then
+        moved=1
+        expect 200 "timeline after the version moved" "/api/timeline?px=300&ranks=0,1"
+        json 'sum(len(t["slices"]) + len(t["dense"]) for t in d["tracks"] if t["id"] == 2) == 0'
+        break
+    fi
+    sleep 0.2
+done
+[ "$moved" = 1 ] || fail "commit: /api/run's version never moved in 10 s after another connection committed"
+
 # ---- a live run still writing the file ----
 SYN=${HTAMERGE_SYNTH:-$(dirname "$H")/htamerge-synth}
 if command -v mpirun >/dev/null && [ -x "$SYN" ]; then

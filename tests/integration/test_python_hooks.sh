@@ -83,12 +83,39 @@ check_run() {
 }
 
 verdict() { "$H" report "$1" stragglers --format json | "$P" -c 'import json, sys; print(json.load(sys.stdin)["straggler"])'; }
+# sole_lateness DB RANK: microseconds a step by which RANK alone entered the
+# collectives last (its enter minus the next latest), over $STEPS steps.
+sole_lateness() {
+    sql1 "$1" "WITH e AS (SELECT instance, rank, enter_ns,
+                 row_number() OVER (PARTITION BY instance ORDER BY enter_ns DESC) AS rn
+               FROM collective_instance_ranks)
+               SELECT coalesce(sum(a.enter_ns - b.enter_ns), 0) / $STEPS / 1000 FROM e a JOIN e b
+               ON a.instance = b.instance AND a.rn = 1 AND b.rn = 2 WHERE a.rank = $2"
+}
+# balanced NAME: a balanced run names no straggler. Four ranks share two
+# cores here, so the scheduler can make one rank truly late (a loaded CI
+# machine did, once in a few runs); such a verdict passes only when that
+# rank's lateness is under half of what the 20 ms sleep gave rank 2 in the
+# straggler run, and the note says so.
+balanced() {
+    local v late ref
+    v=$(verdict "$1/$1.db")
+    [ "$v" = None ] && return
+    late=$(sole_lateness "$1/$1.db" "$v")
+    ref=$(sole_lateness straggler/straggler.db 2)
+    if [ -n "$late" ] && [ -n "$ref" ] && [ $((2 * late)) -lt "$ref" ]; then
+        echo "note: $1 (balanced) named rank $v, late by $late us a step alone, under half of the" \
+             "straggler run's $ref us: the scheduler on this loaded machine, not the script"
+    else
+        fail "$1: straggler $v (alone late by $late us a step; the 20 ms straggler: $ref us), want none"
+        "$H" report "$1/$1.db" stragglers >&2
+    fi
+}
 
 # (a) annotated, profiled into ./tb_log
 run annotated ddp_annotated.py -- $STEPS
 [ $rc = 0 ] || { fail "annotated: exit $rc"; tail -5 "$T/annotated/annotated.log" >&2; }
 check_run annotated
-[ "$(verdict annotated/annotated.db)" = None ] || fail "annotated: straggler $(verdict annotated/annotated.db), want none"
 ntb=$(ls "$T"/annotated/tb_log/*.pt.trace.json 2>/dev/null | wc -l)
 [ "$ntb" = 8 ] || fail "annotated: $ntb trace files in the script's tb_log, want 8 (2 cycles x 4 ranks)"
 if [ "$KINETO" = 1 ]; then
@@ -106,7 +133,6 @@ find "$T/annotated/tb_log" -newer "$T/annotated/annotated.db" -type f | grep -q 
 run plain ddp_plain.py -- $STEPS -1 5
 [ $rc = 5 ] || { fail "plain: exit $rc, want the script's 5"; tail -5 "$T/plain/plain.log" >&2; }
 check_run plain
-[ "$(verdict plain/plain.db)" = None ] || fail "plain: straggler $(verdict plain/plain.db), want none"
 
 # (c) rank 2 sleeps 20 ms a step
 run straggler ddp_straggler.py -- $STEPS
@@ -117,6 +143,10 @@ check_run straggler
 "$H" report straggler/straggler.db comms --format json | "$P" -c 'import json, sys
 d = json.load(sys.stdin); r = max((g for g in d["groups"] if g["op"] == "allreduce"), key=lambda g: g["calls"])
 sys.exit(0 if r["dim"] == "world" and r["late_rank"] == 2 and r["ranks"] == 4 else 1)' || fail "straggler: report comms"
+[ "$(sole_lateness straggler/straggler.db 2)" -ge 10000 ] ||
+    fail "straggler: rank 2 alone late by $(sole_lateness straggler/straggler.db 2) us a step, want >= 10 ms of its 20 ms sleep"
+balanced annotated
+balanced plain
 
 # --python-hooks off: nothing marked, nothing recorded
 run off ddp_plain.py --python-hooks off -- 5
