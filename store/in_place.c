@@ -144,6 +144,8 @@ int mrg_writer_close_live(struct mrg_writer *w, struct hm_err *err)
         if (rc == 0)
             rc = wr_exec(w, hm_sql_views, err, "creating views");
         if (rc == 0)
+            rc = wr_create_report_views(w, err);
+        if (rc == 0)
             rc = wr_exec(w, "COMMIT", err, "committing");
     }
     mrg_writer_abort(w);

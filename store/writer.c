@@ -468,6 +468,8 @@ static int finish_db(struct mrg_writer *w, struct hm_err *err)
         rc = wr_exec(w, hm_sql_indexes, err, "building indexes");
     if (rc == 0)
         rc = wr_exec(w, hm_sql_views, err, "creating views");
+    if (rc == 0)
+        rc = wr_create_report_views(w, err);
     for (size_t i = 0; i < sizeof finish_sql / sizeof *finish_sql && rc == 0; i++) {
         if (wr_in_place(w) && strstr(finish_sql[i], "journal_mode"))
             sqlite3_exec(w->db, finish_sql[i], NULL, NULL, NULL);

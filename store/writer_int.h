@@ -161,6 +161,9 @@ int wr_fail_sql(struct mrg_writer *w, struct hm_err *err, const char *what);
 int wr_refuse(struct mrg_writer *w, struct hm_err *err, int code, int rank, const char *msg);
 int wr_step(struct mrg_writer *w, sqlite3_stmt *st, struct hm_err *err, const char *what);
 int wr_exec(struct mrg_writer *w, const char *sql, struct hm_err *err, const char *what);
+/* v_comms, v_critical_path and the like: the report topics' own queries as
+ * views (report_views.c). */
+int wr_create_report_views(struct mrg_writer *w, struct hm_err *err);
 int wr_prepare_statements(struct mrg_writer *w, struct hm_err *err);
 int wr_open_schema(struct mrg_writer *w, struct hm_err *err);
 const char *wr_sort_threads_pragma(char *buf, size_t len);

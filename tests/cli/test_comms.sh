@@ -84,6 +84,21 @@ check "$T/mesh8.json" 'all(abs(g[(p, "allreduce")]["algbw_gbps"] - 26214400 / 1.
 check "$T/mesh8.json" 'all(abs(g[(p, "allreduce")]["algbw_gbps"] - 16777216 / 1e-3 / 1e9) < 0.01 and abs(g[(p, "allreduce")]["busbw_gbps"] - 1.5 * g[(p, "allreduce")]["algbw_gbps"]) < 0.01 for p in "56")'
 check "$T/mesh8.json" 'g[("3", "allreduce")]["late_rank"] == 5 and g[("6", "allreduce")]["late_rank"] == 5 and g[("3", "allreduce")]["late_count"] == 6'
 
+# The views are the report's queries: the same rows.
+for v in v_comms:groups v_critical_path_steps:steps; do
+    "$H" report "$T/mesh8.db" "$([ "${v%%:*}" = v_comms ] && echo comms || echo critical-path)" --format json > "$T/rep.json"
+    "$H" sql "$T/mesh8.db" "SELECT * FROM ${v%%:*}" --format json > "$T/view.json" || fail "SELECT from ${v%%:*}"
+    python3 - "$T/rep.json" "$T/view.json" "${v#*:}" <<'EOF2' || fail "${v%%:*} differs from the report's ${v#*:}"
+import json, sys
+rep, view, key = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), sys.argv[3]
+rows = [dict(zip(view["columns"], r)) for r in view["rows"]]
+want = rep[key]
+sys.exit(0 if len(rows) == len(want) > 0 and len(set(rows[0]) & set(want[0])) >= 4 and all(all(w[k] == r[k] for k in r if k in w) for r, w in zip(rows, want)) else 1)
+EOF2
+done
+[ "$(sql1 "$T/mesh8.db" "SELECT count(*) FROM v_critical_path WHERE rank = 5 AND kind = 'work'")" -gt 0 ] ||
+    fail "v_critical_path: no work segments of rank 5"
+
 # The verdict agrees: the ranks that waited for rank 5 and so entered their
 # other group last (rank 4 in dp, the odd ranks' next steps) pass its delay
 # on; it is charged to rank 5, not split over five ranks.
