@@ -44,7 +44,7 @@ export function showPath(box, p, info) {
   clear(box);
   box.append(el('h3', { text: `critical path · step ${p.step}` }));
   if (info) box.append(el('p', {}, el('b', { text: dur(info.path_ms * 1e6) }), ` across ${info.ranks} rank(s): ${info.summary}`));
-  const t = el('table');
+  const t = el('table', { class: 'path-table' });
   t.append(el('tr', {}, ...['rank', 'kind', 'what', 'time', 'GPU'].map((h) => el('td', { text: h }))));
   for (const s of p.segments) {
     const what = s.kind === 'comm' ? `${s.name} on ${s.dim || s.pg || '?'}` : s.name;
