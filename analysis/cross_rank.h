@@ -25,6 +25,7 @@
 struct mrg_writer;
 struct mrg_slice_row;
 struct xr_rank;
+struct hm_spill;
 
 struct xr_opts {
     int live;          /* 1: clocks come from MPI ping-pong: check them, do not refit */
@@ -48,7 +49,15 @@ struct xr_view {
     struct xr_rank *ranks;             /* owned, indexed by rank: gpu, launches, annots */
     int nranks;
     int broken;                        /* out of memory, or an end past int64: read back */
+    struct hm_spill *spill;            /* owned, or NULL: the arrays' arena (common/spill.h),
+                                          so that the view's memory is not resident all
+                                          along; set it before the first row */
 };
+
+/* view->spill for a database written at db_path: an arena whose file sits
+ * beside the database (the same disk, not a tmpfs), or NULL when none can
+ * be made (the view then stays in ordinary memory). */
+struct hm_spill *xr_view_spill_for(const char *db_path);
 
 /* mrg_writer_set_slice_tap's tap; ctx is a struct xr_view. */
 void xr_view_tap(void *ctx, const struct mrg_slice_row *row);

@@ -445,6 +445,7 @@ int mrg_ingest(char *const *files, size_t nfiles, const struct mrg_ingest_opts *
         goto out_free;
     }
     /* The analyses' view of the slices, gathered as they are written. */
+    view.spill = xr_view_spill_for(opts->output);
     mrg_writer_set_slice_tap(w, xr_view_tap, &view);
     pthread_mutex_init(&p.mu, NULL);
     pthread_cond_init(&p.cv, NULL);

@@ -249,8 +249,10 @@ int mrg_ingest_mpi_merge(char *const *files, size_t nfiles, int size, const stru
             total += (uint64_t)sb.st_size;
     s.w = mrg_writer_open(opts->output, err);
     rc = s.w ? 0 : (err->code ? err->code : HM_EIO);
-    if (s.w)
+    if (s.w) {
+        view.spill = xr_view_spill_for(opts->output);
         mrg_writer_set_slice_tap(s.w, xr_view_tap, &view);
+    }
     if (rc == 0 && (!ord.early || !ord.from))
         rc = hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
     {

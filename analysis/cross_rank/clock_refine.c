@@ -204,6 +204,7 @@ static void shift_rank(struct xr_ctx *x, int r, struct lin *l)
         k->steps.v[i].ts += lin_at(l, k->steps.v[i].ts);
         k->steps.v[i].end += lin_at(l, k->steps.v[i].end);
     }
+    xr_rank_touched(x, k);
 }
 
 /* The columns of the three small ranks queries below. */

@@ -260,8 +260,10 @@ int xr_comm_groups(struct xr_ctx *x, struct hm_err *err)
     if (rc == 0)
         rc = xr_prepare(x, hm_sql_xrank_insert_exposed, &st, err);
     for (int r = 0; r < x->nranks && rc == 0; r++)
-        if (x->ranks[r].present)
+        if (x->ranks[r].present) {
             rc = rank_exposed(x, st, &x->ranks[r], err);
+            xr_rank_touched(x, &x->ranks[r]);
+        }
     sqlite3_finalize(st);
     return rc;
 }

@@ -317,6 +317,7 @@ int xr_critical_path(struct xr_ctx *x, struct hm_err *err)
     for (int r = 0; r < x->nranks && rc == 0; r++) {
         const struct xr_rank *k = &x->ranks[r];
         rc = facts_of(x, k, &facts[r]);
+        xr_rank_touched(x, k);
         for (size_t i = 0; i < k->steps.n && rc == 0; i++) {
             if (nnum == cap) {
                 size_t c2 = cap ? 2 * cap : 64;

@@ -17,6 +17,8 @@
 #include "analysis/hta.h"
 #include "clock_refine.h"
 #include "common/record.h"
+#include "common/proc_status.h"
+#include "common/spill.h"
 #include "common/strtab.h"
 #include "cross_rank_int.h"
 #include "hm_sql.h"
@@ -32,6 +34,21 @@
 #include "common/monotime.h"
 
 /* --- Shared helpers ----------------------------------------------------- */
+
+/* Pages, not bytes: a small rank's four arrays still touch four pages. */
+static size_t pages_of(size_t bytes)
+{
+    return (bytes + 2 * 4096 - 1) / 4096 * 4096;
+}
+
+void xr_rank_touched(struct xr_ctx *x, const struct xr_rank *r)
+{
+    if (x->spill)
+        hm_spill_touched(x->spill, pages_of(r->gpu.n * sizeof *r->gpu.v) +
+                                       pages_of(r->launches.n * sizeof *r->launches.v) +
+                                       pages_of(r->annots.n * sizeof *r->annots.v) +
+                                       pages_of(r->nby_corr * sizeof *r->by_corr));
+}
 
 void xr_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
 {
@@ -276,6 +293,35 @@ static int view_row(struct xr_ctx *x, sqlite3_stmt *st)
     return 0;
 }
 
+struct hm_spill *xr_view_spill_for(const char *db_path)
+{
+    char dir[4096];
+    const char *slash = db_path ? strrchr(db_path, '/') : NULL;
+
+    if (!slash)
+        return hm_spill_new(".");
+    snprintf(dir, sizeof dir, "%.*s", slash == db_path ? 1 : (int)(slash - db_path), db_path);
+    return hm_spill_new(dir);
+}
+
+/* A new slot at the end of a view array, in the spill arena when there is
+ * one (its pages count towards the arena's resident budget), else malloc. */
+static void *view_slot(struct hm_spill *sp, void **data, size_t *n, size_t *cap, size_t elem)
+{
+    char *slot;
+
+    if (!sp)
+        return hm_vec_reserve(data, cap, *n + 1, elem) ? NULL
+                                                       : memset((char *)*data + (*n)++ * elem, 0, elem);
+    if (hm_spill_reserve(sp, data, cap, *n, *n + 1, elem))
+        return NULL;
+    slot = (char *)*data + (*n)++ * elem;
+    hm_spill_touched(sp, elem);
+    return slot;
+}
+#define VIEW_PUSH(sp, vec) \
+    view_slot((sp), (void **)&(vec).v, &(vec).n, &(vec).cap, sizeof *(vec).v)
+
 /* view_row's choice, made on a row as the writer stores it. */
 void xr_view_tap(void *ctx, const struct mrg_slice_row *row)
 {
@@ -304,7 +350,7 @@ void xr_view_tap(void *ctx, const struct mrg_slice_row *row)
         return;
     }
     if (row->gpu && (cat == HM_CAT_KERNEL || cat == HM_CAT_GPU_MEMCPY || cat == HM_CAT_GPU_MEMSET)) {
-        struct xr_gpu *g = HM_VEC_PUSH(r->gpu);
+        struct xr_gpu *g = VIEW_PUSH(v->spill, r->gpu);
         if (g)
             *g = (struct xr_gpu){row->ts, end, row->correlation,
                                  cat == HM_CAT_KERNEL ? row->name : 0,
@@ -314,12 +360,12 @@ void xr_view_tap(void *ctx, const struct mrg_slice_row *row)
         struct xr_launch *l;
         if (row->correlation == HM_NONE)
             return;
-        l = HM_VEC_PUSH(r->launches);
+        l = VIEW_PUSH(v->spill, r->launches);
         if (l)
             *l = (struct xr_launch){row->ts, row->correlation, row->track};
         v->broken |= !l;
     } else if (!row->gpu && (cat == HM_CAT_USER_ANNOTATION || cat == HM_CAT_NVTX)) {
-        struct xr_annot *a = HM_VEC_PUSH(r->annots);
+        struct xr_annot *a = VIEW_PUSH(v->spill, r->annots);
         if (a)
             *a = (struct xr_annot){row->id, row->ts, end, row->track,
                                    row->name ? row->name : HM_NONE, row->iteration};
@@ -331,11 +377,12 @@ void xr_view_free(struct xr_view *v)
 {
     if (!v)
         return;
-    for (int i = 0; i < v->nranks; i++) {
+    for (int i = 0; i < v->nranks && !v->spill; i++) {
         HM_VEC_FREE(v->ranks[i].gpu);
         HM_VEC_FREE(v->ranks[i].launches);
         HM_VEC_FREE(v->ranks[i].annots);
     }
+    hm_spill_free(v->spill);
     free(v->ranks);
     *v = (struct xr_view){0};
 }
@@ -345,6 +392,14 @@ static void adopt_view(struct xr_ctx *x)
 {
     struct xr_view *v = x->view;
 
+    x->spill = v->spill;   /* the arrays move, their arena with them */
+    v->spill = NULL;
+    for (int i = x->nranks; i < v->nranks && x->spill; i++) {   /* ranks without a ranks row */
+        struct xr_rank *k = &v->ranks[i];
+        memset(&k->gpu, 0, sizeof k->gpu);
+        memset(&k->launches, 0, sizeof k->launches);
+        memset(&k->annots, 0, sizeof k->annots);
+    }
     for (int i = 0; i < v->nranks && i < x->nranks; i++) {
         struct xr_rank *r = &x->ranks[i], *k = &v->ranks[i];
         r->gpu = k->gpu;
@@ -356,6 +411,7 @@ static void adopt_view(struct xr_ctx *x)
         for (size_t g = 0; g < r->gpu.n; g++)
             if (r->gpu.v[g].kclass < 0)
                 r->gpu.v[g].kclass = kclass_of(x, r->gpu.v[g].name);
+        xr_rank_touched(x, r);
     }
 }
 
@@ -396,11 +452,11 @@ static int cmp_corr(const void *pa, const void *pb)
 
 /* Indexes the rank's GPU ops by correlation (qsort needs the array through
  * a file-scope pointer, set and used only here). */
-static int index_corr(struct xr_rank *r)
+static int index_corr(struct xr_ctx *x, struct xr_rank *r)
 {
-    size_t n = 0;
+    size_t n = 0, bytes = (r->gpu.n ? r->gpu.n : 1) * sizeof *r->by_corr;
 
-    r->by_corr = malloc((r->gpu.n ? r->gpu.n : 1) * sizeof *r->by_corr);
+    r->by_corr = x->spill ? hm_spill_alloc(x->spill, bytes) : malloc(bytes);
     if (!r->by_corr)
         return HM_ENOMEM;
     for (size_t i = 0; i < r->gpu.n; i++)
@@ -502,8 +558,9 @@ static int load_view(struct xr_ctx *x, struct hm_err *err)
         xr_sort(r->gpu.v, r->gpu.n, sizeof *r->gpu.v, cmp_gpu);
         xr_sort(r->launches.v, r->launches.n, sizeof *r->launches.v, cmp_launch);
         xr_sort(r->annots.v, r->annots.n, sizeof *r->annots.v, cmp_annot);
-        if (index_corr(r))
+        if (index_corr(x, r))
             return hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
+        xr_rank_touched(x, r);
     }
     return load_steps(x, err);
 }
@@ -511,12 +568,15 @@ static int load_view(struct xr_ctx *x, struct hm_err *err)
 static void ctx_free(struct xr_ctx *x)
 {
     for (int i = 0; i < x->nranks; i++) {
-        HM_VEC_FREE(x->ranks[i].gpu);
-        HM_VEC_FREE(x->ranks[i].launches);
-        HM_VEC_FREE(x->ranks[i].annots);
+        if (!x->spill) {
+            HM_VEC_FREE(x->ranks[i].gpu);
+            HM_VEC_FREE(x->ranks[i].launches);
+            HM_VEC_FREE(x->ranks[i].annots);
+            free(x->ranks[i].by_corr);
+        }
         HM_VEC_FREE(x->ranks[i].steps);
-        free(x->ranks[i].by_corr);
     }
+    hm_spill_free(x->spill);
     for (size_t i = 0; i < x->nstr; i++)
         free(x->str[i]);
     free(x->str);
@@ -557,6 +617,7 @@ static int unshift_guesses(struct xr_ctx *x, const struct mrg_writer *w)
             r->steps.v[k].ts -= d;
             r->steps.v[k].end -= d;
         }
+        xr_rank_touched(x, r);
     }
     for (size_t k = 0; k < x->coll.n; k++) {   /* one pass: a scan per rank grew with ranks x calls */
         int64_t d = mrg_writer_time_shift(w, x->coll.v[k].rank);
@@ -566,14 +627,17 @@ static int unshift_guesses(struct xr_ctx *x, const struct mrg_writer *w)
     return 0;
 }
 
-/* HTAMERGE_STATS=1 prints each stage's time (for the benchmarks). */
+/* HTAMERGE_STATS=1 prints each stage's time and the peak RSS so far (for
+ * the benchmarks). */
 #define STAGE(call)                                                                       \
     do {                                                                                  \
         double t0_ = hm_mono_s();                                                         \
         if (rc == 0)                                                                      \
             rc = (call);                                                                  \
+        hm_spill_release(x->spill);   /* the next stage faults back what it reads */      \
         if (stats)                                                                        \
-            fprintf(stderr, "htamerge-stats: cross-rank %-22s %.3f s\n", #call, hm_mono_s() - t0_); \
+            fprintf(stderr, "htamerge-stats: cross-rank %-22s %.3f s, peak RSS %ld MB\n", #call, \
+                    hm_mono_s() - t0_, hm_proc_status_kb("VmHWM") / 1024);                                     \
     } while (0)
 
 static int run_stages(struct xr_ctx *x, struct mrg_writer *w, struct hm_err *err)

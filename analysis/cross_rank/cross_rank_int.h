@@ -135,6 +135,8 @@ struct xr_ctx {
     HM_VEC(struct xr_inst) inst;       /* matched instances */
     HM_VEC(size_t) members;            /* indexes into coll, grouped per instance */
     struct xr_clock *clock;            /* owned, nranks entries */
+    struct hm_spill *spill;            /* owned, or NULL: where the ranks' gpu, launches,
+                                          annots and by_corr live (else malloc) */
     int live;                          /* clocks come from MPI: check, do not refit */
     int no_refine;                     /* never re-time the data */
     /* strings.id -> facts, filled on first use (see xr_str_*) */
@@ -155,6 +157,9 @@ struct xr_ctx {
 
 /* --- Shared helpers (cross_rank.c) ------------------------------------- */
 
+/* A stage is done with rank r's view for now: with the view in a spill
+ * arena, its pages count towards the arena's resident budget. */
+void xr_rank_touched(struct xr_ctx *x, const struct xr_rank *r);
 /* qsort that accepts an empty (possibly NULL) array. */
 void xr_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
 /* Fails with HM_ESQL and SQLite's message. */

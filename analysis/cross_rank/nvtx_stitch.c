@@ -321,9 +321,11 @@ int xr_nvtx_stitch(struct xr_ctx *x, struct hm_err *err)
     rec_vec v = {0};
     int rc = 0;
 
-    for (int r = 0; r < x->nranks && rc == 0; r++)
+    for (int r = 0; r < x->nranks && rc == 0; r++) {
         if (rank_records(x, &x->ranks[r], &v))
             rc = hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory stitching ranges");
+        xr_rank_touched(x, &x->ranks[r]);
+    }
     if (rc == 0) {
         number(&v);
         rc = store_all(x, &v, err);

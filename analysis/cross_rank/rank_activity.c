@@ -16,7 +16,7 @@ static void widen(int64_t *lo, int64_t *hi, int64_t a, int64_t b)
 }
 
 /* The span every rank's buckets cover: all that the rows drawn here hold. */
-static void run_span(const struct xr_ctx *x, int64_t *lo, int64_t *hi)
+static void run_span(struct xr_ctx *x, int64_t *lo, int64_t *hi)
 {
     *lo = INT64_MAX, *hi = INT64_MIN;
     for (int r = 0; r < x->nranks; r++) {
@@ -25,6 +25,7 @@ static void run_span(const struct xr_ctx *x, int64_t *lo, int64_t *hi)
             widen(lo, hi, k->gpu.v[i].ts, k->gpu.v[i].end);
         for (size_t i = 0; i < k->annots.n; i++)
             widen(lo, hi, k->annots.v[i].ts, k->annots.v[i].end);
+        xr_rank_touched(x, k);
     }
     for (size_t i = 0; i < x->coll.n; i++)
         widen(lo, hi, x->coll.v[i].enter, x->coll.v[i].exit);
@@ -106,6 +107,7 @@ int xr_rank_activity(struct xr_ctx *x, struct hm_err *err)
             rc = hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
             break;
         }
+        xr_rank_touched(x, k);
         an_activity_cover(b, AN_ACTIVITY_BUCKETS, lo, w, busy.v, busy.n);
         an_activity_cover(b + AN_ACTIVITY_BUCKETS, AN_ACTIVITY_BUCKETS, lo, w, comm.v, comm.n);
         sqlite3_bind_int(st, 1, k->rank);

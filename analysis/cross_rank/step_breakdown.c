@@ -147,8 +147,10 @@ int xr_step_breakdown(struct xr_ctx *x, struct hm_err *err)
     int rc = xr_prepare(x, hm_sql_xrank_insert_step, &st, err);
 
     for (int r = 0; r < x->nranks && rc == 0; r++)
-        if (x->ranks[r].steps.n)
+        if (x->ranks[r].steps.n) {
             rc = rank_breakdown(x, st, &x->ranks[r], err);
+            xr_rank_touched(x, &x->ranks[r]);
+        }
     sqlite3_finalize(st);
     return rc;
 }
