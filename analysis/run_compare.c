@@ -27,6 +27,8 @@ const struct an_cmp_metric_def an_cmp_metrics[AN_N_METRICS] = {
     [AN_M_LATE_FRACTION] = {"late_fraction", "late_fraction", AN_K_RATIO, -1, false},
     [AN_M_BLAME] = {"blame_us_per_step", "blame_us", AN_K_TOTAL, -1, true},
     [AN_M_WAIT] = {"wait_us_per_step", "wait_us", AN_K_TOTAL, -1, true},
+    /* Each step's peak of allocated GPU memory (its GPUs' peaks summed), MiB. */
+    [AN_M_GPU_PEAK_MEMORY] = {"gpu_peak_allocated_mib", NULL, AN_K_STEP, -1, true},
 };
 
 static int by_rank(const void *a, const void *b)

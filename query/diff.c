@@ -231,6 +231,34 @@ static int load_stragglers(struct run *run, cJSON *doc, int all_steps)
     return run->straggler ? 0 : HM_ENOMEM;
 }
 
+/* Each step's peak of allocated GPU memory per rank (report memory's
+ * steps, device >= 0, sorted by rank, device, step; a rank's GPUs summed),
+ * in MiB, counted once per (rank, step): on the rank's first GPU. */
+static int load_memory(struct run *run, cJSON *doc, int all_steps)
+{
+    const cJSON *row;
+    double rank_at = -1, first_gpu = -1;
+
+    (void)all_steps;
+    cJSON_ArrayForEach(row, member(doc, "steps")) {
+        bool ok_rank, ok_dev, ok_step, ok_peak;
+        double rank = num(row, "rank", &ok_rank), device = num(row, "device", &ok_dev);
+        double peak = num(row, "peak_allocated_bytes", &ok_peak);
+        struct an_cmp_rank *rv;
+
+        (void)num(row, "step", &ok_step);
+        if (!ok_rank || !ok_dev || device < 0 || !ok_step || !ok_peak || !(rv = rank_find(run, row)))
+            continue;
+        if (rank != rank_at) {
+            rank_at = rank;
+            first_gpu = device;
+        }
+        rv->v[AN_M_GPU_PEAK_MEMORY] += peak / 1048576.0;
+        rv->cnt[AN_M_GPU_PEAK_MEMORY] += device == first_gpu;
+    }
+    return 0;
+}
+
 /* The report topics a diff reads, and what keeps their numbers. */
 static const struct {
     const char *topic;
@@ -238,7 +266,7 @@ static const struct {
 } topic_loaders[] = {
     {"summary", load_summary}, {"steps", load_steps},       {"temporal", load_temporal},
     {"overlap", load_overlap}, {"idle", load_idle},          {"kernels", load_kernels},
-    {"stragglers", load_stragglers},
+    {"stragglers", load_stragglers}, {"memory", load_memory},
 };
 
 /* Builds each report topic on db and keeps the numbers the diff needs. */

@@ -22,7 +22,8 @@ static int stand_ins(sqlite3 *db, struct hm_err *err)
         {"process_groups", "dim", hm_sql_report_missing_process_groups},
         {"comm_exposed", "exposed_ns", hm_sql_report_missing_comm_exposed},
         {"critical_path", "compute_ns", hm_sql_report_missing_critical_path},
-        {"rank_slices", "slices", hm_sql_report_missing_rank_slices}};
+        {"rank_slices", "slices", hm_sql_report_missing_rank_slices},
+        {"memory_peaks", "allocated_bytes", hm_sql_report_missing_memory_peaks}};
 
     for (size_t i = 0; i < sizeof added / sizeof added[0]; i++)
         if (!qry_has_column(db, added[i].table, added[i].column) &&
@@ -168,6 +169,20 @@ static int build_critical_path(sqlite3 *db, const struct qry_report_opts *o, cJS
     return rc ? rc : qry_report_rows(db, o, hm_sql_report_path_segments, doc, "segments", err);
 }
 
+/* Across ranks first (who runs out first), then per rank, step, phase. */
+static int build_memory(sqlite3 *db, const struct qry_report_opts *o, cJSON *doc, struct hm_err *err)
+{
+    int rc = stand_ins(db, err);
+
+    if (rc == 0)
+        rc = qry_report_rows(db, o, hm_sql_report_memory_highest, doc, "highest", err);
+    if (rc == 0)
+        rc = qry_report_rows(db, o, hm_sql_report_memory_ranks, doc, "ranks", err);
+    if (rc == 0)
+        rc = qry_report_rows(db, o, hm_sql_report_memory_phases, doc, "phases", err);
+    return rc ? rc : qry_report_rows(db, o, hm_sql_report_memory_steps, doc, "steps", err);
+}
+
 static int build_nvtx(sqlite3 *db, const struct qry_report_opts *o, cJSON *doc, struct hm_err *err)
 {
     return qry_report_rows(db, o, hm_sql_report_nvtx, doc, "ranges", err);
@@ -209,6 +224,10 @@ const struct qry_topic qry_topics[] = {
      "record_function / NVTX ranges stitched across ranks: skew, late rank,\n"
      "            GPU time of the work launched inside",
      QRY_TOPIC_STEPS | QRY_TOPIC_GPU_TIME, build_nvtx},
+    {"memory",
+     "GPU (and CPU) memory per rank: peak allocated and reserved bytes per\n"
+     "            step and phase, and the rank that peaks highest over the median",
+     QRY_TOPIC_STEPS, build_memory},
     {NULL, NULL, 0, NULL},
 };
 

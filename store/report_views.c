@@ -4,6 +4,7 @@
  *   v_comms_exposed       report comms, exposed time per pg
  *   v_critical_path       report critical-path, the segments
  *   v_critical_path_steps report critical-path, per step with its summary
+ *   v_memory              report memory, per rank and device
  * Created with the views of views.sql (after the tables exist). */
 #include "writer_int.h"
 
@@ -21,6 +22,7 @@ static const struct {
     {"v_comms_exposed", hm_sql_report_comms_exposed},
     {"v_critical_path", hm_sql_report_path_segments},
     {"v_critical_path_steps", hm_sql_report_path_steps},
+    {"v_memory", hm_sql_report_memory_ranks},
 };
 
 int wr_create_report_views(struct mrg_writer *w, struct hm_err *err)

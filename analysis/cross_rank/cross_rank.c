@@ -28,6 +28,7 @@
 #include "comm_groups.h"
 #include "critical_path.h"
 #include "rank_activity.h"
+#include "memory_peaks.h"
 #include "nvtx_stitch.h"
 #include "step_breakdown.h"
 #include "stragglers.h"
@@ -661,6 +662,7 @@ static int run_stages(struct xr_ctx *x, struct mrg_writer *w, struct hm_err *err
     STAGE(xr_comm_groups(x, err));
     STAGE(xr_critical_path(x, err));
     STAGE(xr_rank_activity(x, err));
+    STAGE(xr_memory_peaks(x, err));
     return rc;
 }
 
@@ -698,7 +700,7 @@ int xr_clear(struct mrg_writer *w, struct hm_err *err)
                                          "clock_checks", "straggler_verdicts",
                                          "nvtx_stitched_ranks", "nvtx_stitched", "step_breakdown",
                                          "comm_exposed", "process_groups", "critical_path",
-                                         "rank_activity"};
+                                         "rank_activity", "memory_peaks"};
     char sql[64];
 
     for (size_t i = 0; i < sizeof tables / sizeof *tables; i++) {

@@ -58,3 +58,17 @@ CREATE TABLE IF NOT EXISTS rank_slices (
     rank   INTEGER PRIMARY KEY,  -- -> ranks.rank
     slices INTEGER               -- its rows of slices
 );
+
+-- GPU (and CPU) memory peaks per rank, device, step and phase
+-- (analysis/cross_rank/memory_peaks.h), from the memory counters
+-- (Kineto's [memory] events: Total Allocated, Total Reserved).
+CREATE TABLE IF NOT EXISTS memory_peaks (
+    rank            INTEGER,  -- -> ranks.rank
+    device          INTEGER,  -- device index; -1 is the CPU
+    step            INTEGER,  -- ProfilerStep number; NULL outside every step
+    phase           TEXT,     -- forward, backward, optimizer (the innermost such annotation open), or other
+    samples         INTEGER,  -- memory samples in this cell
+    allocated_bytes INTEGER,  -- the largest Total Allocated sampled
+    reserved_bytes  INTEGER,  -- the largest Total Reserved sampled
+    peak_ns         INTEGER   -- aligned time of the allocated peak (the first, where it repeats)
+);

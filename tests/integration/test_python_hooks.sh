@@ -114,7 +114,7 @@ balanced() {
 
 # (a) annotated, profiled into ./tb_log
 run annotated ddp_annotated.py -- $STEPS
-[ $rc = 0 ] || { fail "annotated: exit $rc"; tail -5 "$T/annotated/annotated.log" >&2; }
+[ $rc = 0 ] || { fail "annotated: exit $rc"; grep -v "^ *$" "$T/annotated/annotated.log" | tail -40 >&2; }
 check_run annotated
 ntb=$(ls "$T"/annotated/tb_log/*.pt.trace.json 2>/dev/null | wc -l)
 [ "$ntb" = 8 ] || fail "annotated: $ntb trace files in the script's tb_log, want 8 (2 cycles x 4 ranks)"
