@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "counters.h"
 #include "heatmap.h"
 #include "search.h"
 #include "hm_sql.h"
@@ -340,6 +341,26 @@ static int api_heatmap(struct qry_dbh *h, struct qry_call *c)
     return reply_built(c, qry_heatmap(h->db, &q, &out, &err), &out, p.fresh, "heatmap", &err);
 }
 
+/* /api/counters?t0=&t1=&px=&ranks=: the memory counters of a few ranks
+ * (counters.h), for the timeline's memory rows. */
+static int api_counters(struct qry_dbh *h, struct qry_call *c)
+{
+    struct win_params p;
+    int64_t px = API_PX_DEFAULT;
+    struct hm_err err;
+    cJSON *doc;
+
+    hm_err_clear(&err);
+    if (window_params(h, c, &p) || param_i64(c, "px", 1, QRY_MAX_PX, &px))
+        return -1;
+    if (p.nranks < 0 || p.nranks > QRY_TIMELINE_MAX_RANKS)
+        return reply_error(c, 400, "counters needs ranks= naming 1 to %d ranks", QRY_TIMELINE_MAX_RANKS);
+    if (!(doc = qry_counters(h->db, p.origin, p.t0, p.t1, (int)px, p.ranks, p.nranks, &err)))
+        return reply_error(c, 500, "%s", err.msg);
+    c->cacheable = p.fresh;
+    return reply_doc(c, doc);
+}
+
 /* /api/search?q=: the viewer's jump box (search.h). */
 static int api_search(struct qry_dbh *h, struct qry_call *c)
 {
@@ -633,6 +654,8 @@ void qry_api_dispatch(struct qry_dbh *h, struct qry_call *c)
         api_search(h, c);
     else if (!strcmp(p, "heatmap"))
         api_heatmap(h, c);
+    else if (!strcmp(p, "counters"))
+        api_counters(h, c);
     else if (!strcmp(p, "topics"))
         api_topics(c);
     else if (!strncmp(p, "report/", 7))

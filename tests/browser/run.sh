@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Browser tests of the web viewer, driven by Debian's chromium through
 # playwright-core: a 4-rank synthetic run with a straggler (rank 2), served
-# by `htamerge serve` (viewer.test.mjs); then live mode: the page opened on
+# by `htamerge serve` (viewer.test.mjs); GPU memory rows on a device
+# fixture (memory.test.mjs); then live mode: the page opened on
 # `mpirun -n 2 htamerge --serve` while the job runs (live.test.mjs); then
 # the viewer at scale, on runs of 8, 256 and 1,024 ranks (scale.test.mjs).
 # Screenshots go to $HM_TMPDIR/browser/.
@@ -49,6 +50,20 @@ serve "$T/run.db"
 timeout -k 5 120 node "$here/viewer.test.mjs" "http://127.0.0.1:$port/" "$out" "$CHROMIUM"
 rc=$?
 unserve
+
+# GPU memory rows, on the device fixture of 4 ranks' memory events.
+src=$(cd "$here/../.." && pwd)
+if "$H" ingest -q -o "$T/memory.db" "$src/tests/fixtures/gpu/memory4"; then
+    serve "$T/memory.db"
+    if [ -n "$port" ]; then
+        timeout -k 5 120 node "$here/memory.test.mjs" "http://127.0.0.1:$port/" "$out" "$CHROMIUM" || rc=1
+    else
+        rc=1
+    fi
+    unserve
+else
+    echo "FAIL: could not ingest the memory fixture"; rc=1
+fi
 
 # --serve-linger: rank 0 stops serving the finished file on its own, and
 # the job ends (what batch use relies on).

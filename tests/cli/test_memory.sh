@@ -75,6 +75,25 @@ if command -v curl >/dev/null; then
         python3 -c 'import json, sys
 a, b = (json.load(open(p)) for p in sys.argv[1:])
 sys.exit(0 if a == b else 1)' "$T/api.json" "$T/mem.json" || fail "/api/report/memory differs from report --format json"
+        # The timeline's memory rows: per column the largest sample, so
+        # every rank's peak is there at any zoom; the level before a window.
+        curl -sf --max-time 10 "http://127.0.0.1:$port/api/counters?ranks=0-3&px=7" > "$T/cnt.json" || fail "GET /api/counters"
+        python3 - "$T/cnt.json" <<'EOF2' || fail "/api/counters: $(head -c 300 "$T/cnt.json")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+gpu = {s["rank"]: s for s in d["series"] if s["device"] == 0 and s["name"] == "Total Allocated"}
+want = {0: 345080832, 1: 412189696, 2: 479298560, 3: 546407424}
+assert {r: max(p[1] for p in s["points"]) for r, s in gpu.items()} == want, gpu
+assert all(0 <= p[0] < 7 for s in d["series"] for p in s["points"]) and d["px"] == 7
+EOF2
+        half=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["t1"] // 2)' "$T/cnt.json")
+        curl -sf --max-time 10 "http://127.0.0.1:$port/api/counters?ranks=3&px=50&t0=$half" > "$T/cnt2.json" || fail "GET /api/counters t0="
+        python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+sys.exit(0 if all(s["rank"] == 3 and s["before"] is not None for s in d["series"]) and d["series"] else 1)' "$T/cnt2.json" ||
+            fail "/api/counters from mid-run: no level before the window: $(head -c 300 "$T/cnt2.json")"
+        code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 "http://127.0.0.1:$port/api/counters")
+        [ "$code" = 400 ] || fail "/api/counters without ranks=: HTTP $code, want 400"
     else
         fail "serve did not say its port: $(cat "$T/serve.err")"
     fi

@@ -208,7 +208,7 @@ export class Timeline {
     const seq = ++this.seq;
     const arrived = await this.data.load(key, view, detail, summary);
     if (arrived) {
-      this.keepInView(() => arrived.reduce((grew, a) => this.rows.grow(a.rank, a.nvtx, a.tracks) || grew, false));
+      this.keepInView(() => arrived.reduce((grew, a) => this.rows.grow(a.rank, a.nvtx, a.tracks, a.memory) || grew, false));
       this.canvas.dataset.loaded = String(seq);
       this.draw();
     }
@@ -255,7 +255,7 @@ export class Timeline {
     const c = this.ctx, top = this.wrap.scrollTop, { t0, t1 } = this.view, pw = this.plotWidth();
     const scale = pw / (t1 - t0);
     const f = { c, t0, t1, pw, scale, top, width: this.cssWidth, height: this.cssHeight,
-      x: (t) => GUTTER + (t - t0) * scale, hits: [], slices: 0, nvtx: 0, strips: 0,
+      x: (t) => GUTTER + (t - t0) * scale, hits: [], slices: 0, nvtx: 0, strips: 0, memory: 0,
       hl: this.hl, selected: this.selected, nvSel: this.nvSel && this.nvSel.id };
     c.setTransform(this.dpr, 0, 0, this.dpr, 0, -top * this.dpr);   // content pixels from here on
     c.imageSmoothingEnabled = false;   // strips: a cell's colour, not a blur of its neighbours
@@ -275,7 +275,7 @@ export class Timeline {
     const ds = this.canvas.dataset;
     Object.assign(ds, {
       t0: String(Math.round(t0)), t1: String(Math.round(t1)), slices: String(f.slices), nvtx: String(f.nvtx),
-      nvtxGroups: String(this.rows.nvtxGroups()),
+      nvtxGroups: String(this.rows.nvtxGroups()), memoryRows: String(this.rows.memoryRows()), memoryDrawn: String(f.memory),
       visibleRanks: rankList(this.rows.groups.slice(i0, i1).map((g) => g.rank)), top: String(Math.round(top)),
       drawMs: (performance.now() - start).toFixed(1),
     });

@@ -55,14 +55,18 @@ export class ViewData {
     try { return await request(); } finally { for (const r of ranks) this.asked.delete(`${key}|${kind}${r}`); }
   }
 
+  // Slices and NVTX ranges, and beside them the GPU memory counters of the
+  // same ranks and view (the memory rows).
   async loadDetail(key, view, ranks) {
-    const ans = await this.ask(key, 'd', ranks, () => api.timeline({ ...view, ranks: rankList(ranks) }));
+    const params = { ...view, ranks: rankList(ranks) };
+    const [ans, mem] = await this.ask(key, 'd', ranks, () => Promise.all([api.timeline(params), api.counters(params)]));
     if (key !== this.key) return [];
-    const per = new Map(ranks.map((r) => [r, { key, ans, tracks: new Map(), nvtx: [] }]));
+    const per = new Map(ranks.map((r) => [r, { key, ans, tracks: new Map(), nvtx: [], memory: [], mem }]));
     for (const t of ans.tracks) if (per.has(t.rank)) per.get(t.rank).tracks.set(t.id, t);
     for (const r of ans.nvtx || []) if (per.has(r[0])) per.get(r[0]).nvtx.push(r);
+    for (const s of mem.series) if (s.device >= 0 && per.has(s.rank)) per.get(s.rank).memory.push(s);
     for (const [r, e] of per) this.detail.set(r, e);
-    return [...per.entries()].map(([rank, e]) => ({ rank, nvtx: e.nvtx, tracks: [...e.tracks.values()] }));
+    return [...per.entries()].map(([rank, e]) => ({ rank, nvtx: e.nvtx, tracks: [...e.tracks.values()], memory: e.memory }));
   }
 
   async loadSummary(key, view, ranks) {

@@ -5,7 +5,7 @@
 // Every function here records what a click can hit in f.hits, in canvas
 // pixels (content y minus f.top), and counts what it drew in f.
 import { dur, colorOf, niceStep } from './fmt.js';
-import { GUTTER, AXIS, ROW, HEAD, GAP, NV_ROW, STRIP } from './timeline_rows.js';
+import { GUTTER, AXIS, ROW, HEAD, GAP, NV_ROW, STRIP, MEM_ROW } from './timeline_rows.js';
 
 const RED = '#c62828', ORANGE = '#e65100';
 // Dense columns: one style string per 1/32 of busy fraction, made once
@@ -21,6 +21,7 @@ export function paintGroup(f, g, e) {
   c.fillText(`▾ ${rankTitle(g)}`, 6, g.y + 13);
   if (g.straggler || g.late) { c.fillStyle = g.straggler ? RED : ORANGE; c.fillRect(0, g.y, 4, g.h - GAP); }
   if (g.nvRows) paintNvtx(f, g, e);
+  g.memGpus.forEach((d, i) => paintMemory(f, e, d, g.memY + i * (MEM_ROW + GAP)));
   for (const t of g.tracks) paintTrack(f, t, e);
 }
 
@@ -46,6 +47,68 @@ export function paintStrip(f, g, s) {
 function rankTitle(g) {
   const mark = g.straggler ? '  ◀ straggler' : g.late ? `  ◀ late ${g.late}×` : '';
   return `rank ${g.rank}${g.host ? ' · ' + g.host : ''}${mark}`;
+}
+
+// One GPU's memory over the view: allocated filled, reserved as a line,
+// both on the scale of the larger's peak in view; the allocated peak in
+// view is printed at the left. Each
+// point is the largest sample of its pixel column (/api/counters), so the
+// peak is drawn; between samples the level holds.
+function paintMemory(f, e, device, y) {
+  const c = f.c, right = GUTTER + f.pw;
+  c.fillStyle = '#f1f7f2';
+  c.fillRect(GUTTER, y, f.pw, MEM_ROW);
+  const series = e ? e.memory.filter((s) => s.device === device) : [];
+  const alloc = series.find((s) => s.name === 'Total Allocated'), resv = series.find((s) => s.name === 'Total Reserved');
+  const top = (s) => (s ? Math.max(s.before ?? 0, ...s.points.map((p) => p[1])) : 0);
+  const peak = Math.max(top(alloc), top(resv));
+  c.fillStyle = '#2e6b3a';
+  c.font = '11px system-ui, sans-serif';
+  c.fillText(`GPU ${device} memory`, 14, y + 11);
+  if (!peak) return;
+  c.fillStyle = '#5d6b60';
+  c.font = '10px system-ui, sans-serif';
+  c.fillText(`peak ${mib(top(alloc))} allocated`, 14, y + 24);
+  const { t0, t1, px } = e.mem, colNs = (t1 - t0) / px;
+  const yOf = (v) => y + MEM_ROW - 1 - (v / peak) * (MEM_ROW - 3);
+  // Steps from the level before the view through each column's peak.
+  const path = (s) => {
+    const pts = [];
+    let x = GUTTER, v = s.before;
+    for (const [col, val] of s.points) {
+      const xc = Math.max(GUTTER, Math.min(right, f.x(t0 + col * colNs)));
+      if (v != null) pts.push([x, v], [xc, v]);
+      x = xc; v = val;
+    }
+    if (v != null) pts.push([x, v], [right, v]);
+    return pts;
+  };
+  c.save();
+  c.beginPath(); c.rect(GUTTER, y, f.pw, MEM_ROW); c.clip();
+  if (resv) {
+    c.strokeStyle = '#9bb5a0'; c.lineWidth = 1;
+    c.beginPath();
+    path(resv).forEach(([x, v], i) => (i ? c.lineTo(x, yOf(v)) : c.moveTo(x, yOf(v))));
+    c.stroke();
+  }
+  if (alloc) {
+    const pts = path(alloc);
+    if (pts.length) {
+      c.fillStyle = 'rgba(56, 142, 60, 0.55)';
+      c.beginPath();
+      c.moveTo(pts[0][0], y + MEM_ROW - 1);
+      for (const [x, v] of pts) c.lineTo(x, yOf(v));
+      c.lineTo(pts[pts.length - 1][0], y + MEM_ROW - 1);
+      c.closePath();
+      c.fill();
+      f.memory++;
+    }
+  }
+  c.restore();
+}
+
+function mib(bytes) {
+  return bytes >= 1024 * 1048576 ? `${(bytes / 1073741824).toFixed(2)} GiB` : `${(bytes / 1048576).toFixed(1)} MiB`;
 }
 
 // The rank's stitched NVTX ranges: [rank, id, ts, dur, depth, name, late_rank, skew_ns, n];

@@ -12,6 +12,7 @@ export const HEAD = 20;         // px of an expanded rank's header band
 export const GAP = 3;           // px between tracks
 const MAX_ROWS = 16;            // deeper slices share the last row
 export const NV_ROW = 14;       // px per NVTX nesting depth
+export const MEM_ROW = 30;      // px of a rank's GPU memory row (one per GPU with memory counters)
 const NV_MAX_ROWS = 4;          // deeper NVTX ranges share the last row
 export const STRIP = 14;        // px of a collapsed rank's summary strip
 const STRIP_GAP = 1;            // px between summary strips
@@ -45,7 +46,7 @@ export class Rows {
       const rows = new Map(was ? was.tracks.map((t) => [t.id, t.rows]) : []);
       return {
         rank: r.rank, host: r.host, straggler: r.rank === straggler, late: late.get(r.rank) || 0,
-        nvRows: was ? was.nvRows : 0, y: 0, h: 0, nvY: 0,
+        nvRows: was ? was.nvRows : 0, memGpus: was ? was.memGpus : [], y: 0, h: 0, nvY: 0, memY: 0,
         tracks: r.tracks.map((t) => ({ id: t.id, kind: t.kind, pid: t.pid, tid: t.tid, name: t.name,
           label: trackLabel(t), rows: rows.get(t.id) || 1, y: 0 })),
       };
@@ -72,6 +73,13 @@ export class Rows {
     return changed;
   }
 
+  // Memory rows of expanded groups.
+  memoryRows() {
+    let n = 0;
+    for (const r of this.expanded) n += this.byRank.get(r)?.memGpus.length || 0;
+    return n;
+  }
+
   // Expanded groups with an NVTX row.
   nvtxGroups() {
     let n = 0;
@@ -83,10 +91,13 @@ export class Rows {
 
   // Depths seen in a rank's data: rows only grow, so a group keeps its
   // height while the view moves. True when a group grew.
-  grow(rank, nvtx, tracks) {
+  grow(rank, nvtx, tracks, memory = []) {
     const g = this.byRank.get(rank);
     if (!g) return false;
     let changed = false;
+    for (const s of memory) {   // a memory row per GPU that has counters, once seen
+      if (!g.memGpus.includes(s.device)) { g.memGpus = [...g.memGpus, s.device].sort((a, b) => a - b); changed = true; }
+    }
     let nv = g.nvRows;
     for (const r of nvtx) nv = Math.max(nv, Math.min(NV_MAX_ROWS, r[4] + 1));
     if (nv !== g.nvRows) { g.nvRows = nv; changed = true; }
@@ -111,6 +122,7 @@ export class Rows {
       } else {
         y += HEAD;
         g.nvY = y; y += g.nvRows ? g.nvRows * NV_ROW + GAP : 0;
+        g.memY = y; y += g.memGpus.length * (MEM_ROW + GAP);
         for (const t of g.tracks) { t.y = y; y += t.rows * ROW + GAP; }
       }
       g.h = y - g.y;
