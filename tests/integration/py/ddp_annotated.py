@@ -26,7 +26,13 @@ def main():
             with record_function("optimizer_step"):
                 opt.step()
             prof.step()
-    print("rank %d loss %.6f" % (rank, loss.item()))
+    # Every rank here before any leaves the group, as ddp_plain.py does: once
+    # on a loaded CI machine rank 0 of this script died of SIGABRT at the
+    # end, the likely cause gloo (torch 1.13) aborting on connections its
+    # peers had already closed while it still exported its last trace.
+    total = torch.tensor([loss.item()])
+    dist.all_reduce(total)
+    print("rank %d loss %.6f mean %.6f" % (rank, loss.item(), total.item() / dist.get_world_size()))
     dist.destroy_process_group()
 
 
