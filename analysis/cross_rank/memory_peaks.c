@@ -124,6 +124,8 @@ int xr_memory_peaks(struct xr_ctx *x, struct hm_err *err)
         double v = sqlite3_column_double(q, MS_VALUE);
         struct cell *c;
         long si;
+        int kind;
+        int64_t phase_start = INT64_MIN;
 
         if (!any || rank != g.rank || device != g.device) {
             if (any && flush(ins, &g))
@@ -135,8 +137,13 @@ int xr_memory_peaks(struct xr_ctx *x, struct hm_err *err)
                 break;
         }
         si = step_at(g.k, t);
-        c = &g.cells[(size_t)(si + 1) * NPHASES + (size_t)(g.k ? xr_phase_at(&g.phases, t) : XR_PH_OTHER)];
-        if (c != g.last && g.last) {   /* what was in use when the phase began counts for it */
+        kind = g.k ? xr_phase_find(&g.phases, t, &phase_start) : XR_PH_OTHER;
+        c = &g.cells[(size_t)(si + 1) * NPHASES + (size_t)kind];
+        /* What was in use when the phase began counts for it: the last
+         * sample before, unless this one is at the phase's start (the
+         * hooks sample there; between their sparse samples memory may have
+         * been freed, which an allocator trace would have shown). */
+        if (c != g.last && g.last && t != phase_start) {
             if (g.level_alloc > c->allocated) {
                 c->allocated = g.level_alloc;
                 c->peak_ns = t;

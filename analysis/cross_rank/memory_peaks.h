@@ -6,7 +6,10 @@
  * allocated one peaked. A sample is the state after an allocation or a
  * free, so the peak of a phase is the largest of its samples and of what
  * was in use when it began (the sample before its first): as
- * torch.cuda.max_memory_allocated() after a reset at the phase's start. */
+ * torch.cuda.max_memory_allocated() after a reset at the phase's start.
+ * Samples at a phase's very start (the Python hooks take one there, and
+ * between their sparse samples memory may have been freed) say that level
+ * themselves. */
 #ifndef HM_ANALYSIS_CROSS_RANK_MEMORY_PEAKS_H
 #define HM_ANALYSIS_CROSS_RANK_MEMORY_PEAKS_H
 

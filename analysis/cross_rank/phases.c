@@ -36,6 +36,13 @@ void xr_phases_free(struct xr_phases *p)
 
 int xr_phase_at(const struct xr_phases *p, int64_t t)
 {
+    int64_t start;
+
+    return xr_phase_find(p, t, &start);
+}
+
+int xr_phase_find(const struct xr_phases *p, int64_t t, int64_t *start)
+{
     size_t lo = 0, hi = p->n;
 
     while (lo < hi) {   /* first phase starting after t */
@@ -45,8 +52,11 @@ int xr_phase_at(const struct xr_phases *p, int64_t t)
         else
             hi = m;
     }
+    *start = INT64_MIN;
     for (size_t i = lo; i > 0 && p->v[i - 1].max_end > t; i--)
-        if (p->v[i - 1].end > t)
+        if (p->v[i - 1].end > t) {
+            *start = p->v[i - 1].ts;
             return p->v[i - 1].kind;
+        }
     return XR_PH_OTHER;
 }

@@ -26,5 +26,7 @@ void xr_phases_free(struct xr_phases *p);
  * XR_PH_OTHER; a binary search, then back over the phases that may still
  * be open. */
 int xr_phase_at(const struct xr_phases *p, int64_t t);
+/* The same, and the start of that phase in *start (INT64_MIN for other). */
+int xr_phase_find(const struct xr_phases *p, int64_t t, int64_t *start);
 
 #endif

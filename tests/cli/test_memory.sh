@@ -54,6 +54,34 @@ assert sorted({s["step"] for s in steps}) == [2, 3, 4] and len(steps) == 12, ste
 assert all(s["peak_allocated_bytes"] == torch[s["rank"]]["backward"] for s in steps)
 EOF
 
+# Live capture without torch.profiler (the device run of the same script
+# under `mpirun -n 4 htamerge`, tests/fixtures/gpu/memory4_live.db.gz):
+# the hooks' samples at phase boundaries give the same backward and
+# optimizer peaks as torch's own, the same highest rank and margin.
+# Re-analysed here, so the file gets this build's memory peaks.
+RE=${HTAMERGE_REANALYSE:-$(dirname "$H")/htamerge-reanalyse}
+if [ -x "$RE" ]; then
+    gunzip -c "$SRC/tests/fixtures/gpu/memory4_live.db.gz" > "$T/live.db" || fail "fixture memory4_live"
+    "$RE" "$T/live.db" 2>/dev/null || fail "reanalyse memory4_live"
+    "$H" report "$T/live.db" memory --format json > "$T/live.json" || fail "report memory (live)"
+    python3 - "$T/live.json" "$FX/RESULTS.txt" <<'EOF' || fail "live memory differs from torch's own peaks"
+import json, re, sys
+d = json.load(open(sys.argv[1]))
+torch = {}
+for line in open(sys.argv[2]):
+    m = re.match(r"RESULT rank=(\d+) (.*)", line)
+    if m:
+        torch[int(m.group(1))] = {k[5:]: int(v) for k, v in (kv.split("=") for kv in m.group(2).split())}
+ph = {(r["rank"], r["phase"]): r["peak_allocated_bytes"] for r in d["phases"] if r["device"] == 0}
+for rank, peaks in torch.items():
+    assert ph[(rank, "backward")] == peaks["backward"], (rank, ph)
+    assert ph[(rank, "optimizer")] == peaks["optimizer"], (rank, ph)
+h = d["highest"][0]
+assert h["rank"] == 3 and h["margin_bytes"] == torch[3]["backward"] - (torch[1]["backward"] + torch[2]["backward"]) // 2, h
+assert sorted({s["step"] for s in d["steps"]}) == [1, 2, 3, 4, 5, 6], d["steps"]
+EOF
+fi
+
 # The view is the report's query; --steps and --ranks narrow it.
 [ "$(sql1 "$T/mem.db" "SELECT group_concat(peak_allocated_bytes, ' ') FROM v_memory WHERE device = 0")" = \
   "345080832 412189696 479298560 546407424" ] ||
@@ -123,7 +151,6 @@ sys.exit(0 if d["highest"] == [] and d["ranks"] == [] and d["steps"] == [] else 
 cp "$T/mem.db" "$T/old.db"
 sqlite3 "$T/old.db" "DROP VIEW v_memory; DROP TABLE memory_peaks" || fail "could not make an old file"
 "$H" report "$T/old.db" memory --format json > "$T/old.json" || fail "report memory on a file without memory_peaks"
-RE=${HTAMERGE_REANALYSE:-$(dirname "$H")/htamerge-reanalyse}
 if [ -x "$RE" ]; then
     "$RE" "$T/old.db" 2>/dev/null || fail "reanalyse of the old file"
     [ "$(sql1 "$T/old.db" "SELECT max(allocated_bytes) FROM memory_peaks")" = 546407424 ] ||

@@ -15,11 +15,15 @@ collectives to line up.
 torch.profiler(profile_memory=True) records steps 2-4 (wait 1, warmup 1,
 active 3) into OUT/rank<r>.*.pt.trace.json.gz, with its [memory] events.
 
-usage: memory_phases.py OUT [--ranks N] [--steps K]
+usage: memory_phases.py OUT [--ranks N] [--steps K] [--no-profiler]
+Under a launcher that sets RANK and WORLD_SIZE (mpirun -n N htamerge) each
+process is one rank; --no-profiler runs without torch.profiler (OUT unused),
+for htamerge's own memory samples.
 Prints "RESULT rank=r peak_forward=... peak_backward=... peak_optimizer=..."
 from torch.cuda.max_memory_allocated() reset at each phase, for checking.
 """
 import argparse
+import contextlib
 import os
 
 import torch
@@ -31,7 +35,8 @@ MIB = 1 << 20
 
 
 def worker(rank, world, out, steps, port):
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world))
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ.update(MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world))
     dist.init_process_group("gloo", rank=rank, world_size=world)
     torch.cuda.set_device(0)
     torch.manual_seed(0)
@@ -43,7 +48,9 @@ def worker(rank, world, out, steps, port):
     prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], profile_memory=True,
                    schedule=schedule(wait=1, warmup=1, active=3, repeat=1),
                    on_trace_ready=tensorboard_trace_handler(out, worker_name=f"rank{rank}", use_gzip=True))
-    with prof:
+    if out is None:   # no profiler: what htamerge's hooks see of memory alone
+        prof = contextlib.nullcontext(type("NoProfiler", (), {"step": lambda self: None})())
+    with prof as prof:
         for _ in range(steps):
             torch.cuda.synchronize()
             torch.cuda.reset_peak_memory_stats()
@@ -72,12 +79,19 @@ def worker(rank, world, out, steps, port):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("out")
+    ap.add_argument("out", help="trace folder; '-' with --no-profiler")
     ap.add_argument("--ranks", type=int, default=4)
     ap.add_argument("--steps", type=int, default=6)
+    ap.add_argument("--no-profiler", action="store_true")
     a = ap.parse_args()
-    os.makedirs(a.out, exist_ok=True)
-    mp.spawn(worker, args=(a.ranks, a.out, a.steps, 29500 + os.getpid() % 1000), nprocs=a.ranks)
+    out = None if a.no_profiler else a.out
+    if out:
+        os.makedirs(out, exist_ok=True)
+    if "RANK" in os.environ:   # started by a launcher (htamerge under mpirun): this rank only
+        worker(int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), out, a.steps,
+               int(os.environ.get("MASTER_PORT", 29500)))
+    else:
+        mp.spawn(worker, args=(a.ranks, out, a.steps, 29500 + os.getpid() % 1000), nprocs=a.ranks)
 
 
 if __name__ == "__main__":

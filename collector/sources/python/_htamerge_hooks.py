@@ -25,6 +25,13 @@
 #     once written: the collector reads them in place and never changes
 #     them. Only with Kineto: without it torch writes the legacy
 #     profiler's JSON array, which htamerge does not read.
+#   GPU memory, once the program has initialised CUDA: the counters Total
+#     Allocated and Total Reserved of its current device at the start and
+#     end of each forward, backward and optimizer range, and, when
+#     torch.cuda.max_memory_allocated() rose during the range, that peak
+#     just before the range's end (never reset: the program's own peak
+#     figures stay its own). So the phase that set each new peak is known
+#     exactly, without torch.profiler's profile_memory.
 #   CUPTI, handed to torch.profiler for each session that records CUDA,
 #     from its warm-up to its stop (CUPTI serves one client at a time):
 #     the program's trace keeps its GPU kernels, htamerge's capture pauses
@@ -120,6 +127,7 @@ def install():
         lib.hmpy_cpu_coll.argtypes = [i64, i64, i64, i32, i64, i64, i64, u32, u32, u32, u32, u32,
                                       i32, i32, u32]
         lib.hmpy_trace_file.argtypes = [ctypes.c_char_p, u32]
+        lib.hmpy_counter.argtypes = [i64, ctypes.c_double, u32, i32]
         if lib.hmpy_attach() != 0:
             _disable("cannot attach to the ring %s" % os.environ.get("HTAMERGE_RING"))
             return
@@ -182,10 +190,35 @@ def _on_torch():
         import torch
         _Tensor = torch.Tensor
         _Steps.install(torch)
+        _Memory.cuda = getattr(torch, "cuda", None)
         _install_profiler(torch)
         _install_distributed(torch)
     except Exception as e:
         _disable(_why(e))
+
+
+# ---- GPU memory at phase boundaries -----------------------------------------
+
+class _Memory:
+    cuda = None         # torch.cuda, once torch is imported
+    peak = 0            # max_memory_allocated() last seen
+
+    @classmethod
+    def sample(cls, t, phase_end=False):
+        """Allocated and reserved now; at a phase's end first the peak
+        reached during it, if higher than any before. Only after the
+        program initialised CUDA: the hooks never do."""
+        c = cls.cuda
+        if c is None or not c.is_initialized():
+            return
+        dev = c.current_device()
+        if phase_end:
+            p = c.max_memory_allocated(dev)
+            if p > cls.peak:
+                _lib.hmpy_counter(t - 1, float(p), _str("Total Allocated"), dev)
+            cls.peak = p   # lower after the program reset it: rises count from there
+        _lib.hmpy_counter(t, float(c.memory_allocated(dev)), _str("Total Allocated"), dev)
+        _lib.hmpy_counter(t, float(c.memory_reserved(dev)), _str("Total Reserved"), dev)
 
 
 # ---- steps, forward, backward, optimizer -----------------------------------
@@ -261,6 +294,7 @@ class _Steps:
                 cls.step_start = t
             if cls.fwd_start is None:
                 cls.fwd_start = t
+                _Memory.sample(t)
         except Exception as e:
             _disable(_why(e))
         return None
@@ -285,6 +319,7 @@ class _Steps:
             cls.close_step()
             if cls.step_start is None:
                 cls.step_start = t0
+            _Memory.sample(t0, phase_end=cls.fwd_start is not None)
         except Exception as e:
             _disable(_why(e))
         _tls.bwd = True
@@ -299,6 +334,7 @@ class _Steps:
                         _range("forward", cls.fwd_start, t0, 1)
                         cls.fwd_start = None
                     _range("backward", t0, t1, 1)
+                    _Memory.sample(t1, phase_end=True)
                     _flush_pending()
                     cls.arm()
                 except Exception as e:
@@ -310,6 +346,7 @@ class _Steps:
         if cls.opt_depth == 1:
             cls.disarm()
             cls.opt_t0 = _now()
+            _Memory.sample(cls.opt_t0)
             _flush_pending()
 
     @classmethod
@@ -320,6 +357,7 @@ class _Steps:
         cls.opt_depth = 0
         t1 = _now()
         _range("optimizer", cls.opt_t0, t1, 1)
+        _Memory.sample(t1, phase_end=True)
         cls.pending_end = t1
         cls.fwd_start = None
         cls.arm()

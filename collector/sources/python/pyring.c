@@ -97,6 +97,16 @@ HMPY_API int hmpy_cpu_coll(int64_t ts, int64_t dur, int64_t tid, int32_t pid, in
     return g_ring ? hm_ring_write(g_ring, HM_RING_CPU_COLL, &r, sizeof r) : -1;
 }
 
+/* One sampled value of counter `name` (a string id) on GPU `device` (-1:
+ * the host) at ts (real ns): the hooks' memory samples. 0 or -1. */
+HMPY_API int hmpy_counter(int64_t ts, double value, uint32_t name, int32_t device)
+{
+    struct hm_ring_counter r = {.ts = hm_clockhook_apply(&g_hook, ts), .value = value, .name = name,
+                                .device = device};
+
+    return g_ring ? hm_ring_write(g_ring, HM_RING_COUNTER, &r, sizeof r) : -1;
+}
+
 /* A trace file the program finished writing (absolute path). */
 HMPY_API int hmpy_trace_file(const char *path, uint32_t len)
 {

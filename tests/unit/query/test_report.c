@@ -91,7 +91,7 @@ static void test_options(sqlite3 *db)
     o.steps = steps;   /* temporal covers the whole run: the message names the table's steps topics */
     o.nsteps = 1;
     CHECK_EQ_INT(qry_report_build(db, &o, &doc, &err), HM_EINVAL);
-    CHECK_CONTAINS(err.msg, "--steps applies to the steps, stragglers, collectives, critical-path and nvtx topics");
+    CHECK_CONTAINS(err.msg, "--steps applies to the steps, stragglers, collectives, critical-path, nvtx and memory topics");
     o.topic = "steps";
     hm_err_clear(&err);
     CHECK_EQ_INT(qry_report_build(db, &o, &doc, &err), 0);
