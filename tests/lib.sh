@@ -56,3 +56,16 @@ run_mpi() {
     fi
     timeout -k 5 "$secs" mpirun --oversubscribe "$@"
 }
+
+# torch_python: P, the Python that runs the test's torch scripts
+# ($HTAMERGE_PYTHON, default /usr/bin/python3: `python3` on PATH may lack
+# torch), exported for htamerge; one intra-op thread a process (ranks share
+# the machine's cores); sanitizer builds leave the interpreter's own
+# allocations alone. Skips (77) when that Python has no torch.
+torch_python() {
+    export HTAMERGE_PYTHON=${HTAMERGE_PYTHON:-/usr/bin/python3}
+    P=$HTAMERGE_PYTHON
+    "$P" -c 'import torch' >/dev/null 2>&1 || skip "$P has no torch"
+    export OMP_NUM_THREADS=1
+    export ASAN_OPTIONS=${ASAN_OPTIONS:-}:detect_leaks=0
+}

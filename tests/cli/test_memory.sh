@@ -17,18 +17,24 @@ FX=$SRC/tests/fixtures/gpu/memory4
 command -v python3 >/dev/null || skip "python3 is not installed"
 hm_tmpdir cli_memory
 
+# torch's own peaks on the device, {rank: {phase: bytes}}.
+python3 - "$FX/RESULTS.txt" > "$T/torch.json" <<'EOF'
+import json, re, sys
+peaks = {}
+for line in open(sys.argv[1]):
+    m = re.match(r"RESULT rank=(\d+) (.*)", line)
+    if m:
+        peaks[int(m.group(1))] = {k[5:]: int(v) for k, v in (kv.split("=") for kv in m.group(2).split())}
+print(json.dumps(peaks))
+EOF
 "$H" ingest -q -o "$T/mem.db" "$FX" || { fail "ingest of the memory fixture"; finish; }
 "$H" report "$T/mem.db" memory --format json > "$T/mem.json" || fail "report memory"
 
 # The device's own figures, phase by phase, against the report's.
-python3 - "$T/mem.json" "$FX/RESULTS.txt" <<'EOF' || fail "report memory differs from torch's own peaks"
-import json, re, sys
+python3 - "$T/mem.json" "$T/torch.json" <<'EOF' || fail "report memory differs from torch's own peaks"
+import json, sys
 d = json.load(open(sys.argv[1]))
-torch = {}
-for line in open(sys.argv[2]):
-    m = re.match(r"RESULT rank=(\d+) (.*)", line)
-    if m:
-        torch[int(m.group(1))] = {k[5:]: int(v) for k, v in (kv.split("=") for kv in m.group(2).split())}
+torch = {int(r): p for r, p in json.load(open(sys.argv[2])).items()}
 assert len(torch) == 4, torch
 ph = {(r["rank"], r["phase"]): r for r in d["phases"] if r["device"] == 0}
 for rank, peaks in torch.items():
@@ -64,14 +70,10 @@ if [ -x "$RE" ]; then
     gunzip -c "$SRC/tests/fixtures/gpu/memory4_live.db.gz" > "$T/live.db" || fail "fixture memory4_live"
     "$RE" "$T/live.db" 2>/dev/null || fail "reanalyse memory4_live"
     "$H" report "$T/live.db" memory --format json > "$T/live.json" || fail "report memory (live)"
-    python3 - "$T/live.json" "$FX/RESULTS.txt" <<'EOF' || fail "live memory differs from torch's own peaks"
-import json, re, sys
+    python3 - "$T/live.json" "$T/torch.json" <<'EOF' || fail "live memory differs from torch's own peaks"
+import json, sys
 d = json.load(open(sys.argv[1]))
-torch = {}
-for line in open(sys.argv[2]):
-    m = re.match(r"RESULT rank=(\d+) (.*)", line)
-    if m:
-        torch[int(m.group(1))] = {k[5:]: int(v) for k, v in (kv.split("=") for kv in m.group(2).split())}
+torch = {int(r): p for r, p in json.load(open(sys.argv[2])).items()}
 ph = {(r["rank"], r["phase"]): r["peak_allocated_bytes"] for r in d["phases"] if r["device"] == 0}
 for rank, peaks in torch.items():
     assert ph[(rank, "backward")] == peaks["backward"], (rank, ph)

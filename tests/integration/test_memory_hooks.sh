@@ -11,12 +11,8 @@
 set -u
 . "$(dirname "$0")/../lib.sh"
 H=${HTAMERGE:?}
-export HTAMERGE_PYTHON=${HTAMERGE_PYTHON:-/usr/bin/python3}
-P=$HTAMERGE_PYTHON
 SRC=${HM_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
-"$P" -c 'import torch' >/dev/null 2>&1 || skip "$P has no torch"
-export OMP_NUM_THREADS=1
-export ASAN_OPTIONS=${ASAN_OPTIONS:-}:detect_leaks=0
+torch_python
 hm_tmpdir memhooks
 cd "$T" || exit 1
 MIB=1048576
