@@ -6,7 +6,8 @@
 # base + 300 MiB, backward base + 500 MiB), runs 5 plain steps under
 # `htamerge -o`, and `report memory` must give the first step's phase peaks exactly,
 # the run's peak in the first step's backward, reserved 2 GiB, and counters on
-# device 0 only; with CUDA "not initialised" the hooks sample nothing.
+# device 0 only; HTAMERGE_MEMORY_EVERY thins the sampled steps; with CUDA
+# "not initialised" the hooks sample nothing.
 # Skips (77) when $HTAMERGE_PYTHON (default /usr/bin/python3) has no torch.
 set -u
 . "$(dirname "$0")/../lib.sh"
@@ -43,6 +44,17 @@ PY
 # Later steps set no new peak: the boundaries' levels (forward ends at base + 100 MiB).
 [ "$(sql1 mem.db "SELECT max(allocated_bytes) FROM memory_peaks WHERE step = 3")" = $(( 1100 * MIB )) ] ||
     fail "step 3 peak: $(sql1 mem.db "SELECT max(allocated_bytes) FROM memory_peaks WHERE step = 3")"
+
+# One step in N after the first N: HTAMERGE_MEMORY_EVERY=2 over 6 steps
+# samples the hooks' steps 0, 1, 2 and 4 (the table's 1, 2, 3, 5); 0: none.
+HTAMERGE_MEMORY_EVERY=2 timeout -k 5 120 "$H" -o every.db "$P" "$SRC/tests/integration/py/memory_fake_cuda.py" 6 \
+    > every.log 2>&1 || fail "HTAMERGE_MEMORY_EVERY=2 run: exit $?"
+got=$(sql1 every.db "SELECT group_concat(step, ' ') FROM (SELECT DISTINCT step FROM memory_peaks
+                     WHERE step IS NOT NULL AND phase <> 'other' ORDER BY step)")
+[ "$got" = "1 2 3 5" ] || fail "HTAMERGE_MEMORY_EVERY=2: steps with memory samples: $got, want 1 2 3 5"
+HTAMERGE_MEMORY_EVERY=0 timeout -k 5 120 "$H" -o never.db "$P" "$SRC/tests/integration/py/memory_fake_cuda.py" 3 \
+    > never.log 2>&1 || fail "HTAMERGE_MEMORY_EVERY=0 run: exit $?"
+[ "$(sql1 never.db "SELECT count(*) FROM counters")" = 0 ] || fail "HTAMERGE_MEMORY_EVERY=0 still sampled"
 
 CUDA_UNINIT=1 timeout -k 5 120 "$H" -o none.db "$P" "$SRC/tests/integration/py/memory_fake_cuda.py" 3 > none.log 2>&1 ||
     fail "run without CUDA initialised: exit $?"
