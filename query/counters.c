@@ -1,6 +1,7 @@
 /* The memory counters of a window (counters.h). */
 #include "counters.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "hm_sql.h"
@@ -35,9 +36,11 @@ static cJSON *series_of(cJSON *arr, int rank, int64_t device, const char *name)
     return s;
 }
 
-static int rank_series(sqlite3 *db, sqlite3_stmt *pts, sqlite3_stmt *bef, int rank, int64_t a, int64_t b, int px,
-                       cJSON *arr)
+static int rank_series(sqlite3_stmt *pts, sqlite3_stmt *bef, int rank, int64_t a, int64_t b, int px, cJSON *arr)
 {
+    cJSON *cur = NULL;   /* the points come grouped by (device, name): look a series up once a group */
+    int64_t cur_device = 0;
+    char cur_name[64] = "";
     int rc;
 
     sqlite3_bind_int64(bef, 1, a);
@@ -57,10 +60,15 @@ static int rank_series(sqlite3 *db, sqlite3_stmt *pts, sqlite3_stmt *bef, int ra
     sqlite3_bind_int64(pts, 3, px);
     sqlite3_bind_int64(pts, 4, rank);
     while ((rc = sqlite3_step(pts)) == SQLITE_ROW) {
-        cJSON *s = series_of(arr, rank, sqlite3_column_int64(pts, CP_DEVICE),
-                             (const char *)sqlite3_column_text(pts, CP_NAME));
+        int64_t device = sqlite3_column_int64(pts, CP_DEVICE);
+        const char *name = (const char *)sqlite3_column_text(pts, CP_NAME);
         cJSON *p = cJSON_CreateArray();
-        if (!s || !p || !cJSON_AddItemToArray(cJSON_GetObjectItemCaseSensitive(s, "points"), p)) {
+        if (!cur || device != cur_device || strcmp(name, cur_name)) {
+            cur = series_of(arr, rank, device, name);
+            cur_device = device;
+            snprintf(cur_name, sizeof cur_name, "%s", name);
+        }
+        if (!cur || !p || !cJSON_AddItemToArray(cJSON_GetObjectItemCaseSensitive(cur, "points"), p)) {
             cJSON_Delete(p);
             return HM_ENOMEM;
         }
@@ -68,7 +76,6 @@ static int rank_series(sqlite3 *db, sqlite3_stmt *pts, sqlite3_stmt *bef, int ra
         cJSON_AddItemToArray(p, cJSON_CreateNumber(sqlite3_column_double(pts, CP_VALUE)));
     }
     sqlite3_reset(pts);
-    (void)db;
     return rc == SQLITE_DONE ? 0 : HM_ESQL;
 }
 
@@ -87,7 +94,7 @@ cJSON *qry_counters(sqlite3 *db, int64_t origin, int64_t t0, int64_t t1, int px,
         HM_COLUMNS_CHECK(bef, before_names);
     }
     for (int i = 0; i < nranks && rc == 0; i++)
-        rc = rank_series(db, pts, bef, ranks[i], origin + t0, origin + t1, px, arr);
+        rc = rank_series(pts, bef, ranks[i], origin + t0, origin + t1, px, arr);
     if (rc == HM_ESQL)
         hm_err_set(err, HM_ESQL, sqlite3_db_filename(db, "main"), -1, "counters: %s", sqlite3_errmsg(db));
     else if (rc)
