@@ -22,6 +22,7 @@ int cli_run(int argc, char **argv);
 int cli_serve(int argc, char **argv);
 int cli_export(int argc, char **argv);
 int cli_diff(int argc, char **argv);
+int cli_capture(int argc, char **argv);
 
 /* Parses a list such as "0,2-4" (ranks, steps) into a malloc'd array.
  * Returns the count, or -1 when malformed (negative, reversed range, a

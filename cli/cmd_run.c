@@ -11,7 +11,8 @@
 #include "job/run.h"
 
 static const char run_help[] =
-    "usage: [mpirun -n N] htamerge [-o FILE.db] [--capture LIST] [--cupti-window ON/PERIOD] [--sync-interval S] [--keep-traces]\n"
+    "usage: [mpirun -n N] htamerge [-o FILE.db] [--capture LIST] [--overhead-budget PCT | --capture-all |\n"
+    "                              --cupti-window ON/PERIOD] [--sync-interval S] [--keep-traces]\n"
     "                              [--python-hooks on|off] [--] PROGRAM [ARGS...]\n"
     "\n"
     "Runs PROGRAM on every MPI rank (PROGRAM.py runs under python3, or\n"
@@ -39,6 +40,17 @@ static const char run_help[] =
     "                           all that are available, without cupti-sync and\n"
     "                           cupti-launches). Without cupti, torch.profiler keeps\n"
     "                           CUPTI (one client on CUDA 13)\n"
+    "      --overhead-budget PCT\n"
+    "                           keep CUPTI's cost within PCT %% of the program's time\n"
+    "                           (default 2): rank 0 estimates it while the job runs\n"
+    "                           (CUPTI records per second x a calibrated cost per\n"
+    "                           record, and the time each attach and detach took) and\n"
+    "                           records everything when that fits, else windows of\n"
+    "                           whole steps, the same steps on every rank (of time when\n"
+    "                           no steps are known). NVTX, NCCL and the Python hooks\n"
+    "                           record throughout. `htamerge capture --steps N` asks for\n"
+    "                           the next N steps in full\n"
+    "      --capture-all        CUPTI attached throughout (no budget)\n"
     "      --cupti-window ON/PERIOD\n"
     "                           CUPTI is attached the first ON ms of every PERIOD ms\n"
     "                           only (e.g. 1000/10000) and detached in between; NVTX\n"
@@ -150,12 +162,14 @@ static int parse_run_opts(int argc, char **argv, struct job_run_opts *o)
         {"keep-traces", no_argument, 0, 'K'},  {"help", no_argument, 0, 'h'},
         {"serve", required_argument, 0, 'V'}, {"capture", required_argument, 0, 'C'},
         {"cupti-window", required_argument, 0, 'W'}, {"serve-linger", required_argument, 0, 'L'},
-        {"python-hooks", required_argument, 0, 'P'}, {0, 0, 0, 0}};
+        {"python-hooks", required_argument, 0, 'P'}, {"overhead-budget", required_argument, 0, 'B'},
+        {"capture-all", no_argument, 0, 'A'}, {0, 0, 0, 0}};
     const char *hooks_env = getenv("HTAMERGE_PYTHON_HOOKS");
     static char defname[64];
-    int c;
+    int c, budget_set = 0;
 
     o->sync_interval_s = 10;
+    o->overhead_budget_pct = 2;
     o->capture = JOB_CAP_ALL;
     o->serve_linger_s = JOB_SERVE_LINGER_DEFAULT_S;
     o->python_hooks = !(hooks_env && !strcmp(hooks_env, "0"));
@@ -187,12 +201,29 @@ static int parse_run_opts(int argc, char **argv, struct job_run_opts *o)
             }
             o->python_hooks = !strcmp(optarg, "on");
             break;
+        case 'B': {
+            char *end;
+            double v = strtod(optarg, &end);
+            if (*end || !(v > 0 && v <= 100)) {
+                hm_say("--overhead-budget '%s': want a percentage, 0 < PCT <= 100", optarg);
+                return -1;
+            }
+            o->overhead_budget_pct = v;
+            budget_set = 1;
+            break;
+        }
+        case 'A': o->capture_all = 1; break;
         case 'h': fputs(run_help, stdout); return 1;
         default: fputs(run_help, stderr); return -1;
         }
     }
     if (optind >= argc) {
         hm_say("no PROGRAM to run (try `htamerge --help`)");
+        return -1;
+    }
+    if (budget_set + o->capture_all + (o->window != NULL) > 1) {
+        hm_say("--overhead-budget, --capture-all and --cupti-window each decide when CUPTI records: "
+               "give one");
         return -1;
     }
     if (o->window) {

@@ -29,6 +29,7 @@ static const struct command commands[] = {
     {"serve", cli_serve, "serve a merged file: web viewer (timeline, stragglers) and JSON API"},
     {"export", cli_export, "write a merged file as one Chrome/Perfetto JSON trace"},
     {"diff", cli_diff, "compare two runs; exit 1 when the new one is slower (for CI)"},
+    {"capture", cli_capture, "ask a running job to record the next N steps in full on every rank"},
 };
 
 

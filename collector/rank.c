@@ -33,6 +33,7 @@
 #include "launcher_env.h"
 #include "python_hooks.h"
 #include "ring_source.h"
+#include "common/capture_plan.h"
 #include "trace_watch.h"
 #include "common/monotime.h"
 #include "common/strtab.h"
@@ -509,4 +510,23 @@ void col_rank_free(struct col_rank *c)
     pthread_mutex_destroy(&c->mu);
     pthread_cond_destroy(&c->cv);
     free(c);
+}
+
+void col_rank_set_plan(struct col_rank *c, const struct hm_capture_plan *p)
+{
+    void *area = c ? col_ring_control(c->ring) : NULL;
+    if (area)
+        hm_capture_plan_put(area, p);
+}
+
+int col_rank_progress(struct col_rank *c, struct hm_capture_progress *pr)
+{
+    void *area = c ? col_ring_control(c->ring) : NULL;
+    if (!area) {
+        memset(pr, 0, sizeof *pr);
+        pr->step_now = -1;
+        return -1;
+    }
+    hm_capture_progress_get(area, pr);
+    return 0;
 }

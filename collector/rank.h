@@ -52,6 +52,15 @@ struct col_rank_stats {
 };
 void col_rank_stats(const struct col_rank *c, struct col_rank_stats *s);
 
+struct hm_capture_plan;
+struct hm_capture_progress;
+/* Hands the capture plan to this rank's live sources (through the ring);
+ * does nothing without live capture. */
+void col_rank_set_plan(struct col_rank *c, const struct hm_capture_plan *p);
+/* The live sources' progress; 0, or -1 (zeroed, step_now -1) without a
+ * ring. */
+int col_rank_progress(struct col_rank *c, struct hm_capture_progress *pr);
+
 /* Stops the worker, kills a still-running child. _free(NULL) is a no-op. */
 void col_rank_free(struct col_rank *c);
 

@@ -452,3 +452,8 @@ void col_ring_abandon(struct col_ring *r)
 {
     hm_ring_abandon(r->ring);
 }
+
+void *col_ring_control(struct col_ring *r)
+{
+    return r ? hm_ring_control_area(r->ring) : NULL;
+}

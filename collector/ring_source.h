@@ -36,4 +36,8 @@ char *col_ring_take_trace_file(struct col_ring *r);
  * records. */
 void col_ring_abandon(struct col_ring *r);
 
+/* The ring's control area (common/capture_plan.h: the plan for the sources
+ * and their progress), NULL for a NULL ring. */
+void *col_ring_control(struct col_ring *r);
+
 #endif

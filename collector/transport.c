@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/capture_plan.h"
 #include "common/wire.h"
 
 struct outmsg {
@@ -22,6 +23,8 @@ struct col_link {
     int credits;
     uint64_t backlog;
     int done_sent;
+    struct hm_capture_plan plan;      /* the latest plan from rank 0 */
+    int plan_new;                     /* not yet taken */
 };
 
 struct col_link *col_link_new(const struct hm_clockhook *hook, struct hm_err *err)
@@ -98,7 +101,7 @@ static int answer_sync(struct col_link *l, const struct hm_msg_sync *start)
     return 0;
 }
 
-/* Control messages from rank 0: credits, sync rounds, goodbye. */
+/* Control messages from rank 0: credits, sync rounds, capture plans, goodbye. */
 static int control(struct col_link *l, int *fin, struct hm_err *err)
 {
     MPI_Status st;
@@ -117,6 +120,13 @@ static int control(struct col_link *l, int *fin, struct hm_err *err)
             MPI_Recv(&s, sizeof s, MPI_BYTE, 0, HM_TAG_SYNC, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
             if (s.kind == HM_SYNC_START && answer_sync(l, &s) != 0)
                 return hm_err_set(err, HM_EMPI, NULL, -1, "clock sync with rank 0 failed");
+        } else if (st.MPI_TAG == HM_TAG_PLAN) {
+            struct hm_capture_plan p;
+            MPI_Recv(&p, sizeof p, MPI_BYTE, 0, HM_TAG_PLAN, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            if (p.id >= l->plan.id) {   /* one sender, in order; never go back */
+                l->plan = p;
+                l->plan_new = 1;
+            }
         } else if (st.MPI_TAG == HM_TAG_DONE) {
             struct hm_msg_done d;
             MPI_Recv(&d, sizeof d, MPI_BYTE, 0, HM_TAG_DONE, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
@@ -175,5 +185,14 @@ int col_link_done(struct col_link *l, const struct hm_msg_done *d, struct hm_err
     if (MPI_Send(d, sizeof *d, MPI_BYTE, 0, HM_TAG_DONE, MPI_COMM_WORLD) != MPI_SUCCESS)
         return hm_err_set(err, HM_EMPI, NULL, -1, "sending DONE to rank 0 failed");
     l->done_sent = 1;
+    return 1;
+}
+
+int col_link_take_plan(struct col_link *l, struct hm_capture_plan *p)
+{
+    if (!l->plan_new)
+        return 0;
+    *p = l->plan;
+    l->plan_new = 0;
     return 1;
 }

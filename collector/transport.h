@@ -35,4 +35,9 @@ uint64_t col_link_backlog(const struct col_link *l);
  * DONE has been sent. */
 int col_link_done(struct col_link *l, const struct hm_msg_done *d, struct hm_err *err);
 
+struct hm_capture_plan;
+/* The capture plan rank 0 sent last (HM_TAG_PLAN), once: 1 when there is a
+ * new one in *p, else 0. */
+int col_link_take_plan(struct col_link *l, struct hm_capture_plan *p);
+
 #endif

@@ -7,6 +7,8 @@
  *                               <------  HM_TAG_CREDIT (more batches allowed)
  *   HM_TAG_SYNC   (ping-pong)   <----->  clock samples, every sync interval
  *   HM_TAG_DONE   (struct hm_msg_done) ->  rank finished, with its exit code
+ *                               <------  HM_TAG_PLAN (struct hm_capture_plan: what
+ *                                        to record in full; collector/capture_budget.h)
  *
  * Flow control: a collector may have at most HM_CREDIT_INITIAL batches in
  * flight; the merger returns one credit per batch it has written, so a slow
@@ -23,6 +25,7 @@ enum {
     HM_TAG_DONE = 104,
     HM_TAG_HELLO = 105,
     HM_TAG_FILE_ERROR = 106,
+    HM_TAG_PLAN = 107,
 };
 
 enum { HM_CREDIT_INITIAL = 4 };

@@ -45,7 +45,7 @@
 #include <unistd.h>
 
 #define RING_MAGIC 0x31474e4952484d48ull /* "HMRING1" little-endian */
-#define RING_VERSION 1u
+#define RING_VERSION 2u   /* 2: the control area */
 #define HDR_BYTES 4096u
 #define CELL 32u             /* data bytes per cell */
 #define MIN_CELLS 1024u
@@ -78,6 +78,8 @@ struct ring_shared {
     _Alignas(64) _Atomic int64_t heartbeat_ns;
     _Atomic int32_t producer_pid;
     _Atomic uint32_t producers;
+    /* Consumer -> producers (and their progress back): hm_ring_control_area. */
+    _Alignas(64) unsigned char control[HM_RING_CONTROL_BYTES];
 };
 _Static_assert(sizeof(struct ring_shared) <= HDR_BYTES, "header fits its page");
 
@@ -235,6 +237,11 @@ int hm_ring_reserve_abandoned(struct hm_ring *r, uint32_t len)
     if (!r || len > r->max_payload)
         return -1;
     return reserve(r, cells_for(len), &pos);
+}
+
+void *hm_ring_control_area(struct hm_ring *r)
+{
+    return r ? r->sh->control : NULL;
 }
 
 void hm_ring_heartbeat(struct hm_ring *r)

@@ -240,6 +240,16 @@ void hm_ring_heartbeat(struct hm_ring *r);
 
 /* Both sides. */
 
+/* Bytes of the control area. */
+#define HM_RING_CONTROL_BYTES 1024
+
+/* The ring's control area: HM_RING_CONTROL_BYTES of shared memory, zero
+ * at creation, 64-byte aligned, that the ring itself never touches. It
+ * carries what goes the other way, from the collector to the sources (the
+ * capture plan, common/capture_plan.h), and their progress back. NULL for
+ * a NULL ring. */
+void *hm_ring_control_area(struct hm_ring *r);
+
 /* Reads the shared counters. */
 void hm_ring_stats(const struct hm_ring *r, struct hm_ring_stats *st);
 

@@ -26,12 +26,14 @@ struct job_plan {
 struct col_rank;
 struct col_link;
 struct mrg_live;
+struct job_control;
 
 /* One rank's state in the job loop. */
 struct job_loop {
     struct col_rank *col;   /* NULL when PROGRAM could not start */
     struct col_link *link;  /* ranks > 0 */
     struct mrg_live *mrg;   /* rank 0 */
+    struct job_control *ctl; /* rank 0: capture plans and `htamerge capture`; may be NULL */
     int rank, child_done, exit_code, signal;
     const char *trace_root; /* borrowed from the plan */
     time_t touched;         /* when trace_root's mtime was last set */
@@ -63,6 +65,17 @@ void job_warn_if_bound_to_one_cpu(void);
 /* Collects and merges until this rank may leave (or rank 0 got a stop
  * signal). 0, or < 0 with err filled. */
 int job_loop_run(struct job_loop *L, struct hm_err *err);
+
+/* --- Capture control (control.c) ----------------------------------------- */
+
+/* Rank 0: the capture budget's planner and the control socket of
+ * `htamerge capture`; NULL when out of memory (the job runs on). */
+struct job_control *job_control_start(const struct job_run_opts *o, int size, const char *output);
+/* Rank 0, every loop turn (acts every 100 ms): a new plan when the budget
+ * asks for one or a request came, sent to every rank. */
+void job_control_tick(struct job_control *jc, struct col_rank *col);
+/* Tells waiting `htamerge capture` commands the job ended; closes the socket. */
+void job_control_free(struct job_control *jc);
 
 /* --- The --serve child (serve.c) ----------------------------------------- */
 

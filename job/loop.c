@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "collector/rank.h"
+#include "common/capture_plan.h"
 #include "collector/trace_sweep.h"
 #include "collector/transport.h"
 #include "job_int.h"
@@ -37,12 +38,16 @@ static int turn(struct job_loop *L, struct hm_err *err)
     if (rc)
         return rc;
     if (L->rank == 0) {
+        job_control_tick(L->ctl, L->col);
         if (L->child_done)
             mrg_live_local_done(L->mrg, L->exit_code);
         rc = mrg_live_step(L->mrg, &all_done, err);
         return rc ? rc : (L->child_done && all_done);
     }
     rc = col_link_step(L->link, &fin, err);
+    struct hm_capture_plan plan;
+    if (col_link_take_plan(L->link, &plan))
+        col_rank_set_plan(L->col, &plan);
     if (rc == 0 && L->child_done) {
         struct hm_msg_done d = {.exit_code = L->exit_code, .spawn_failed = L->col == NULL};
         struct col_rank_stats st = {0};

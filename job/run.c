@@ -177,7 +177,11 @@ int job_run(const struct job_run_opts *o, int argc, char **argv)
     if (L.rank == 0 && o->serve)
         server = job_start_server(o->output, o->serve);
     job_start_rank(&L, o, &plan, size, node, &hook, trace_dir, sizeof trace_dir);
+    if (L.rank == 0)
+        L.ctl = job_control_start(o, size, o->output);
     rc = job_loop_run(&L, &err);
+    job_control_free(L.ctl);
+    L.ctl = NULL;
     if (rc)
         hm_say("rank %d: %s", L.rank, hm_err_line(&err, line, sizeof line));
     if (L.rank == 0)

@@ -31,7 +31,9 @@ struct job_run_opts {
     const char *command_line;  /* for meta.command_line */
     double sync_interval_s;    /* between clock-sync rounds; 0: start and end */
     int keep_traces;
-    const char *window;        /* --cupti-window ON/PERIOD (checked), or NULL */
+    const char *window;        /* --cupti-window ON/PERIOD (checked), or NULL: then no budget */
+    double overhead_budget_pct; /* --overhead-budget PCT (default 2) */
+    int capture_all;           /* --capture-all: CUPTI attached throughout, no budget */
     const char *serve;         /* --serve ADDR:PORT, NULL = none */
     int serve_linger_s;        /* seconds to serve the finished file; JOB_SERVE_LINGER_FOREVER */
     unsigned capture;          /* JOB_CAP_* bits */

@@ -29,6 +29,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/capture_plan.h"
 #include "inject_int.h"
 
 #ifndef INJ_CUPTI_SONAME
@@ -77,6 +78,14 @@ struct inj_cupti {
     _Atomic int wstate;        /* enum win_state */
     pthread_mutex_t win_mu;    /* window_tick against a hand-over (program thread) */
     int handovers;             /* times CUPTI went to torch.profiler and came back */
+    /* The capture plan (common/capture_plan.h), read by the drain thread,
+     * and the Python hooks' word for steps (htamerge_cupti_record). */
+    struct hm_capture_plan plan;
+    uint64_t plan_gen;
+    _Atomic int hook_want;     /* STEPS plans: 1 attach, 0 detach; else 1 forces on */
+    int no_detach;             /* torch.profiler kept the subscriber: windows impossible */
+    _Atomic int64_t att_since_ns, att_total_ns;   /* attached time (mono), for the budget */
+    _Atomic int64_t nrecords;  /* activity records parsed, for the budget */
     int handed_in_pause;       /* the last hand-over came during a window's pause */
     int sync;                  /* cupti-sync, to enable the same kinds again */
     uint32_t epoch;            /* attaches so far - 1: correlation ids restart at each */
@@ -363,10 +372,15 @@ static void parse_buffer(struct inj *g, struct inj_cupti *c, struct inj_cbuf *b)
     uint8_t *data = inj_cbuf_data(b);
     CUpti_Activity *r = NULL;
 
+    int64_t n = 0;
+
     c->corr_base = (int64_t)b->epoch << 32;
 
-    while (c->cuptiActivityGetNextRecord(data, b->valid, &r) == CUPTI_SUCCESS)
+    while (c->cuptiActivityGetNextRecord(data, b->valid, &r) == CUPTI_SUCCESS) {
         on_record(g, c, r);
+        n++;
+    }
+    atomic_fetch_add(&c->nrecords, n);
     inj_cbuf_pool_put(&c->pool, b, b->valid);
 }
 
@@ -483,12 +497,40 @@ static void reclaim_held(struct inj *g, struct inj_cupti *c)
         inj_counter(g, "htamerge/cupti buffers lost at detach", (double)c->held_at_detach, -1);
 }
 
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Attached time, for the budget's records-per-attached-second. */
+static void mark_attached(struct inj_cupti *c, int on)
+{
+    int64_t now = mono_ns(), since = atomic_exchange(&c->att_since_ns, on ? now : 0);
+    if (since)
+        atomic_fetch_add(&c->att_total_ns, now - since);
+    if (on && since)
+        atomic_store(&c->att_since_ns, since);   /* already attached: keep counting from then */
+}
+
+/* The budget's view: records so far, attached time so far, into the ring's
+ * control area (drain thread). */
+static void publish_progress(struct inj *g, struct inj_cupti *c)
+{
+    int64_t since = atomic_load(&c->att_since_ns), total = atomic_load(&c->att_total_ns);
+    if (since)
+        total += mono_ns() - since;
+    hm_capture_progress_cupti(hm_ring_control_area(g->ring), atomic_load(&c->nrecords), total);
+}
+
 /* Attaches CUPTI again; the counter "htamerge/cupti recording" goes to 1
  * when say_recording (a window begins, or a hand-over made during a
  * window's pause ends). */
 static void reattach(struct inj *g, struct inj_cupti *c, int say_recording)
 {
     char why[256] = "";
+    int64_t t0 = mono_ns();
 
     reclaim_held(g, c);
     c->nkinds = c->nrt = c->ndrv = 0;
@@ -500,29 +542,35 @@ static void reattach(struct inj *g, struct inj_cupti *c, int say_recording)
         fprintf(stderr, "htamerge: CUPTI did not attach again for a recording window (%s); "
                         "no more CUDA activity from process %d\n", why, (int)c->pid);
         c->win_period_ms = 0;
+        c->no_detach = 1;
         return;
     }
-    if (!c->sub && c->win_period_ms) {
+    if (!c->sub && !c->no_detach) {
         /* torch.profiler kept the one subscriber: activity records need
          * none, but a window's detach does (a callback at an API exit). */
         fprintf(stderr, "htamerge: torch.profiler keeps CUPTI's subscriber (%s); CUPTI records "
                         "from now on without recording windows in process %d\n", why, (int)c->pid);
         c->win_period_ms = 0;
+        c->no_detach = 1;
     }
     if (enable_all(g, c, c->sync, why, sizeof why) != 0) {
         fprintf(stderr, "htamerge: CUPTI did not attach again for a recording window (%s); "
                         "no more CUDA activity from process %d\n", why, (int)c->pid);
         c->win_period_ms = 0;
+        c->no_detach = 1;
         return;
     }
     atomic_store(&c->wstate, WIN_ATTACHED);
+    mark_attached(c, 1);
+    hm_capture_progress_switch(hm_ring_control_area(g->ring), mono_ns() - t0);
     if (say_recording)
         inj_counter(g, "htamerge/cupti recording", 1, -1);
 }
 
-static void window_tick(struct inj *g, struct inj_cupti *c)
+/* Moves CUPTI towards `want` (1 attached, 0 detached): an attach now, a
+ * detach asked of the program's next CUDA call (caller holds win_mu). */
+static void apply_want(struct inj *g, struct inj_cupti *c, int want)
 {
-    int want = (mono_ms() - c->win_start_ms) % c->win_period_ms < c->win_on_ms;
     int st = atomic_load(&c->wstate), asked = WIN_DETACH_ASKED;
 
     if (want && st == WIN_DETACHED) {
@@ -532,12 +580,69 @@ static void window_tick(struct inj *g, struct inj_cupti *c)
         /* No CUDA call came to detach on during the pause: stay. */
         c->cuptiEnableDomain(0, c->sub, CUPTI_CB_DOMAIN_RUNTIME_API);
         c->cuptiEnableDomain(0, c->sub, CUPTI_CB_DOMAIN_DRIVER_API);
-    } else if (!want && st == WIN_ATTACHED) {
+    } else if (!want && st == WIN_ATTACHED && c->sub && !c->no_detach) {
         c->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
         if (c->cuptiEnableDomain(1, c->sub, CUPTI_CB_DOMAIN_RUNTIME_API) == CUPTI_SUCCESS &&
             c->cuptiEnableDomain(1, c->sub, CUPTI_CB_DOMAIN_DRIVER_API) == CUPTI_SUCCESS)
             atomic_store(&c->wstate, WIN_DETACH_ASKED);
     }
+}
+
+/* What the plan wants now (drain thread, win_mu held); -1: leave as is. */
+static int plan_want(struct inj *g, struct inj_cupti *c)
+{
+    void *area = hm_ring_control_area(g->ring);
+    uint64_t gen = area ? hm_capture_plan_gen(area) : 0;
+    struct timespec ts;
+    int64_t now;
+    int force = atomic_load(&c->hook_want) == 1, base;
+
+    if (gen != c->plan_gen)
+        c->plan_gen = hm_capture_plan_get(area, &c->plan);
+    clock_gettime(CLOCK_REALTIME, &ts);
+    now = hm_clockhook_apply(&g->hook, (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec);
+    switch (c->plan.mode) {
+    case HM_CAPTURE_ALL:
+        return 1;
+    case HM_CAPTURE_STEPS:
+        return -1;   /* the hooks attach and detach at step boundaries */
+    case HM_CAPTURE_TIME:
+        return hm_capture_time(&c->plan, now) != 0 || force;
+    default:
+        if (c->win_period_ms)   /* --cupti-window */
+            base = (mono_ms() - c->win_start_ms) % c->win_period_ms < c->win_on_ms;
+        else
+            base = 1;
+        return base || force || (hm_capture_time(&c->plan, now) & HM_CAPTURE_F_REQUEST);
+    }
+}
+
+static void window_tick(struct inj *g, struct inj_cupti *c)
+{
+    int want = plan_want(g, c);
+    if (want >= 0)
+        apply_want(g, c, want);
+}
+
+/* The Python hooks, at a step boundary (htamerge_cupti_record): under a
+ * plan of steps, on = attach for the coming step, 0 = detach; under other
+ * plans, on forces CUPTI on (a requested step) until 0. On the program's
+ * thread, so the switch lands on the step's edge. */
+int inj_cupti_record(struct inj *g, int on)
+{
+    struct inj_cupti *c = g->cupti;
+
+    if (!c || c->pid != g->pid)
+        return 1;
+    atomic_store(&c->hook_want, on ? 1 : 0);
+    pthread_mutex_lock(&c->win_mu);
+    if (atomic_load(&c->wstate) != WIN_HANDED_OVER) {
+        int want = c->plan.mode == HM_CAPTURE_STEPS ? on : plan_want(g, c);
+        if (want >= 0)
+            apply_want(g, c, want);
+    }
+    pthread_mutex_unlock(&c->win_mu);
+    return 0;
 }
 
 /* On a program thread, at the exit of a CUDA call: the detach the drain
@@ -551,7 +656,10 @@ static int detach_here(struct inj *g, struct inj_cupti *c, const CUpti_CallbackD
         return 0;
     if (cd->callbackSite == CUPTI_API_EXIT &&
         atomic_compare_exchange_strong(&c->wstate, &asked, WIN_DETACHING)) {
+        int64_t t0 = mono_ns();
         c->cuptiFinalize();
+        mark_attached(c, 0);
+        hm_capture_progress_switch(hm_ring_control_area(g->ring), mono_ns() - t0);
         inj_counter(g, "htamerge/cupti recording", 0, -1);
         atomic_store(&c->wstate, WIN_DETACHED);
     }
@@ -623,6 +731,7 @@ int inj_cupti_hand_over(struct inj *g)
             c->cuptiUnsubscribe(c->sub);
         c->sub = NULL;
         atomic_store(&c->wstate, WIN_HANDED_OVER);
+        mark_attached(c, 0);
         c->handed_in_pause = 0;
         inj_counter(g, "htamerge/cupti handed to torch.profiler", 1, -1);
         inj_debug(g, "CUPTI handed to torch.profiler");
@@ -684,12 +793,11 @@ static void *drain_main(void *arg)
         parse_list(g, c, list);
         inj_cbuf_pool_refill(&c->pool);
         hm_ring_heartbeat(g->ring);
-        if (c->win_period_ms) {
-            pthread_mutex_lock(&c->win_mu);
-            if (c->win_period_ms && atomic_load(&c->wstate) != WIN_HANDED_OVER)
-                window_tick(g, c);
-            pthread_mutex_unlock(&c->win_mu);
-        }
+        pthread_mutex_lock(&c->win_mu);
+        if (atomic_load(&c->wstate) != WIN_HANDED_OVER && !c->no_detach)
+            window_tick(g, c);
+        pthread_mutex_unlock(&c->win_mu);
+        publish_progress(g, c);
         if (mono_ms() - flushed >= FLUSH_MS && atomic_load(&c->wstate) == WIN_ATTACHED) {
             c->cuptiActivityFlushAll(0);   /* completes buffers on this thread: mu not held */
             flushed = mono_ms();
@@ -1003,6 +1111,10 @@ int inj_cupti_start(struct inj *g)
         goto off_subscribed;
     if (!(g->capture & INJ_CAP_CUPTI_RANGE))
         window_setup(g, c);
+    else
+        c->no_detach = 1;   /* the program's cudaProfilerStart/Stop decide */
+    atomic_store(&c->hook_want, -1);
+    mark_attached(c, 1);
     if (pthread_create(&c->thread, NULL, drain_main, g) == 0)
         c->thread_started = 1;
     inj_debug(g, "CUPTI capture on (buffers zeroed by %s)", c->zeroed ? "htamerge" : "CUPTI");

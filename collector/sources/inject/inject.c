@@ -313,6 +313,14 @@ int htamerge_cupti_handover(int to_profiler)
     return to_profiler ? inj_cupti_hand_over(g) : inj_cupti_take_back(g);
 }
 
+int htamerge_cupti_record(int on)
+{
+    struct inj *g = inj_get();
+    if (!g->active)
+        return 1;
+    return inj_cupti_record(g, on);
+}
+
 /* CUDA_INJECTION64_PATH: the driver calls this from cuInit. */
 int InitializeInjection(void)
 {

@@ -42,6 +42,13 @@ INJ_EXPORT int InitializeInjectionNvtx2(const void *(*get_export_table)(unsigned
  * Returns 0 done, 1 nothing to do, -1 refused (said on stderr). */
 INJ_EXPORT int htamerge_cupti_handover(int to_profiler);
 
+/* The Python hooks at a step boundary, carrying out the capture plan
+ * (common/capture_plan.h): on a plan of steps, 1 attaches CUPTI for the
+ * coming step and 0 detaches it; on other plans 1 keeps CUPTI attached
+ * (a requested step) until 0. Returns 0, or 1 when htamerge holds no
+ * CUPTI in this process. */
+INJ_EXPORT int htamerge_cupti_record(int on);
+
 /* NCCL_PROFILER_PLUGIN: NCCL 2.28 looks up ncclProfiler_v5 first, then
  * ncclProfiler_v4 (declared in nccl_abi.h). */
 

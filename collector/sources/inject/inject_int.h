@@ -226,6 +226,7 @@ void inj_cupti_stop(struct inj *g);     /* flush and drain; at exit */
 int64_t inj_cupti_stream_id(struct inj *g, void *stream);  /* HM_NONE if unknown */
 int inj_cupti_hand_over(struct inj *g);  /* to torch.profiler: 0 done, 1 not held, -1 refused */
 int inj_cupti_take_back(struct inj *g);  /* after it: 0 recording, 1 not handed, -1 refused */
+int inj_cupti_record(struct inj *g, int on); /* the hooks at a step edge: 0 done, 1 no CUPTI */
 
 /* Writes text of a wide string as UTF-8 into buf (NUL-terminated, cut to
  * fit); returns the length. */

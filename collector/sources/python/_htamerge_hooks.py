@@ -33,6 +33,17 @@
 #     stay its own). So the phase that set each new peak is known exactly,
 #     without torch.profiler's profile_memory. Every step of the first 8,
 #     then one step in 8 ($HTAMERGE_MEMORY_EVERY; 0: never).
+#   the capture plan rank 0 sends (htamerge's cost budget, and requests of
+#     `htamerge capture --steps N`), carried out at step boundaries, so that
+#     every rank records the same steps: CUPTI attached or detached for the
+#     coming step (htamerge_cupti_record in the capture library); for a
+#     requested step without htamerge's CUPTI (the CPU), torch's profiler
+#     records the CPU ops of those steps and the hooks send them as slices.
+#     A requested capture is the counter "htamerge/capture window", 1 from
+#     its first step's start, 0 after its last. The hooks report the step in
+#     progress for rank 0 to place the next plan ahead of every rank.
+#   steps of scripts that construct no optimizer (a manual update such as
+#     p.data.add_): each forward after a backward starts a step.
 #   CUPTI, handed to torch.profiler for each session that records CUDA,
 #     from its warm-up to its stop (CUPTI serves one client at a time):
 #     the program's trace keeps its GPU kernels, htamerge's capture pauses
@@ -129,6 +140,12 @@ def install():
                                       i32, i32, u32]
         lib.hmpy_trace_file.argtypes = [ctypes.c_char_p, u32]
         lib.hmpy_counter.argtypes = [i64, ctypes.c_double, u32, i32]
+        lib.hmpy_slice.argtypes = [i64, i64, i64, i32, u32, u32, u32]
+        lib.hmpy_plan_gen.restype = ctypes.c_uint64
+        lib.hmpy_plan.argtypes = [ctypes.POINTER(_Plan)]
+        lib.hmpy_plan.restype = ctypes.c_uint64
+        lib.hmpy_step_begun.argtypes = [i64, i64]
+        lib.hmpy_step_begun.restype = None
         if lib.hmpy_attach() != 0:
             _disable("cannot attach to the ring %s" % os.environ.get("HTAMERGE_RING"))
             return
@@ -245,6 +262,141 @@ class _Memory:
         _lib.hmpy_counter(t, float(resv), _str("Total Reserved"), dev)
 
 
+# ---- the capture plan: budget windows and requested steps -------------------
+
+class _Plan(ctypes.Structure):
+    """common/capture_plan.h's struct hm_capture_plan, field for field."""
+    _fields_ = [(n, ctypes.c_int64) for n in (
+        "id", "mode", "on_ms", "period_ms", "epoch_ns", "base_step", "on_steps", "period_steps",
+        "req_id", "req_from_step", "req_steps", "req_t0_ns", "req_t1_ns")] + [
+        ("budget_pct", ctypes.c_double), ("est_cost_pct", ctypes.c_double)]
+
+
+_STEPS_MODE = 3   # HM_CAPTURE_STEPS
+_CAT_CPU_OP = 1   # HM_CAT_CPU_OP
+
+
+class _Capture:
+    gen = 0
+    plan = None
+    cupti = None        # the last word given to htamerge_cupti_record, None: none yet
+    no_cupti = False    # htamerge holds no CUPTI here: requests use torch's profiler
+    req = 0             # the request being recorded, 0: none
+    prof = None         # torch's profiler during a requested capture on the CPU
+    mark_ns = 0
+
+    @classmethod
+    def boundary(cls, step, t):
+        """Step `step` starts at t (or is about to): carry out the plan for it."""
+        g = _lib.hmpy_plan_gen()
+        if g != cls.gen:
+            if cls.plan is None:
+                cls.plan = _Plan()
+            cls.gen = _lib.hmpy_plan(ctypes.byref(cls.plan))
+        p = cls.plan
+        if p is None or (p.id == 0 and p.req_id == 0):
+            return
+        req = p.req_id > 0 and p.req_steps > 0 and p.req_from_step <= step < p.req_from_step + p.req_steps
+        if p.mode == _STEPS_MODE:
+            win = (p.period_steps > 0 and step >= p.base_step
+                   and (step - p.base_step) % p.period_steps < p.on_steps)
+            cls.cupti_word(win or req)
+        elif req or cls.cupti:
+            cls.cupti_word(req)
+        if req and cls.req != p.req_id:
+            cls.end_request(t)
+            cls.begin_request(p.req_id, t)
+        elif not req and cls.req:
+            cls.end_request(t)
+
+    @classmethod
+    def cupti_word(cls, on):
+        on = bool(on)
+        if cls.no_cupti or on == cls.cupti:
+            return
+        lib = _inject_lib()
+        if lib is None:
+            return   # CUDA not (yet) initialised: nothing to switch
+        if lib.htamerge_cupti_record(1 if on else 0) != 0:
+            cls.no_cupti = True   # htamerge holds no CUPTI in this process
+            return
+        cls.cupti = on
+
+    @classmethod
+    def begin_request(cls, req, t):
+        cls.req = req
+        _lib.hmpy_counter(t, 1.0, _str("htamerge/capture window"), -1)
+        if cls.cupti:
+            return   # CUPTI records the GPU in full
+        torch = _Steps.torch
+        try:
+            prof = torch.autograd.profiler.profile()
+            prof.__enter__()
+        except Exception as e:   # e.g. the program's own profiler is running
+            sys.stderr.write("htamerge: capture request %d: torch's profiler did not start (%s); "
+                             "its steps are marked, without their CPU ops\n" % (req, _why(e)))
+            return
+        # The marker's start is a moment of known wall time: the profiler's
+        # times are relative. Read just before it, so that ops err early
+        # (into the window, which opened before the profiler did).
+        cls.mark_ns = _now()
+        with torch.autograd.profiler.record_function("htamerge/capture start"):
+            pass
+        cls.prof = prof
+
+    @classmethod
+    def end_request(cls, t):
+        if not cls.req:
+            return
+        prof, cls.prof = cls.prof, None
+        if prof is not None:
+            prof.__exit__(None, None, None)
+            cls.send_ops(prof)
+        _lib.hmpy_counter(t, 0.0, _str("htamerge/capture window"), -1)
+        cls.req = 0
+
+    @classmethod
+    def send_ops(cls, prof):
+        """The profiler's CPU ops as slices on their threads, on the hooks'
+        clock: times are relative to the profiler's start, so they are
+        placed by the marker range opened at a known time."""
+        evs = prof.function_events
+        mark = next((e for e in evs if e.name == "htamerge/capture start"), None)
+        if mark is None:
+            return
+        base = cls.mark_ns - int(mark.time_range.start * 1000)
+        main, me = mark.thread, _tid()
+        for e in evs:
+            if e is mark:
+                continue
+            tid = me if e.thread == main else (e.thread if e.thread > 65535 else 0x7fff0000 + e.thread)
+            ts = base + int(e.time_range.start * 1000)
+            _lib.hmpy_slice(ts, int((e.time_range.end - e.time_range.start) * 1000), tid, _pid,
+                            _str(e.name), _CAT_CPU_OP, 0)
+
+    @classmethod
+    def finish(cls):
+        if cls.req:
+            cls.end_request(_now())
+
+
+def _inject_lib():
+    """The capture library CUDA loaded (CUDA_INJECTION64_PATH), or None."""
+    global _inject
+    if _inject is None:
+        path = os.environ.get("CUDA_INJECTION64_PATH")
+        if not path:
+            return None
+        try:
+            lib = ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_NOW)
+        except OSError:
+            return None   # CUDA not initialised: nothing of ours holds CUPTI
+        lib.htamerge_cupti_handover.argtypes = [ctypes.c_int]
+        lib.htamerge_cupti_record.argtypes = [ctypes.c_int]
+        _inject = lib
+    return _inject
+
+
 # ---- steps, forward, backward, optimizer -----------------------------------
 
 class _Steps:
@@ -255,6 +407,9 @@ class _Steps:
     fwd_start = None    # first module call since the step or the last backward began
     armed = None        # handle of the one-shot global forward pre-hook
     opt_depth = 0
+    opt_exists = False  # an optimizer was constructed: steps end at its step()
+    bwd_in_step = False # a backward ran since the step began
+    bwd_end = None      # end of the last backward
 
     @classmethod
     def install(cls, torch):
@@ -277,21 +432,25 @@ class _Steps:
 
         torch.Tensor.backward = tbackward
         import torch.optim.optimizer as oo
-        if hasattr(oo, "register_optimizer_step_pre_hook"):   # torch >= 2.0
+        global_hooks = hasattr(oo, "register_optimizer_step_pre_hook")   # torch >= 2.0
+        if global_hooks:
             oo.register_optimizer_step_pre_hook(cls.opt_pre_hook)
             oo.register_optimizer_step_post_hook(cls.opt_post_hook)
-        else:                                                 # 1.13: per class, at construction
-            orig_init = oo.Optimizer.__init__
+        orig_init = oo.Optimizer.__init__
 
-            @functools.wraps(orig_init)
-            def __init__(self, *a, **k):
-                orig_init(self, *a, **k)
+        # At construction: that an optimizer exists (a script without one
+        # updates by hand), and on 1.13 its class's step wrapped.
+        @functools.wraps(orig_init)
+        def __init__(self, *a, **k):
+            orig_init(self, *a, **k)
+            cls.opt_exists = True
+            if not global_hooks:
                 try:
                     cls.wrap_step(type(self))
                 except Exception as e:
                     _disable(_why(e))
 
-            oo.Optimizer.__init__ = __init__
+        oo.Optimizer.__init__ = __init__
         cls.arm()
         atexit.register(cls.at_exit)
 
@@ -313,9 +472,15 @@ class _Steps:
         try:
             cls.disarm()
             t = _now()
+            if cls.bwd_in_step and not cls.opt_exists and cls.pending_end is None:
+                # No optimizer: the update was by hand, and this forward
+                # starts the next iteration.
+                cls.pending_end = t
+                _Capture.boundary(cls.step_no + 1, t)
             cls.close_step()
             if cls.step_start is None:
                 cls.step_start = t
+                _Capture.boundary(cls.step_no, t)
             if cls.fwd_start is None:
                 cls.fwd_start = t
                 _Memory.sample(t, baseline=True)
@@ -332,6 +497,8 @@ class _Steps:
         _range("step", start, end, 0, '{"domain":"%s","step":%d}' % (_DOMAIN, cls.step_no))
         cls.step_no += 1
         cls.step_start = end
+        cls.bwd_in_step = False
+        _lib.hmpy_step_begun(cls.step_no, end - start)
 
     @classmethod
     def run_backward(cls, fn, a, k):
@@ -343,6 +510,8 @@ class _Steps:
             cls.close_step()
             if cls.step_start is None:
                 cls.step_start = t0
+                _Capture.boundary(cls.step_no, t0)
+            cls.bwd_in_step = True
             _Memory.sample(t0, phase_end=cls.fwd_start is not None)
         except Exception as e:
             _disable(_why(e))
@@ -358,6 +527,7 @@ class _Steps:
                         _range("forward", cls.fwd_start, t0, 1)
                         cls.fwd_start = None
                     _range("backward", t0, t1, 1)
+                    cls.bwd_end = t1
                     _Memory.sample(t1, phase_end=True)
                     _flush_pending()
                     cls.arm()
@@ -382,7 +552,9 @@ class _Steps:
         t1 = _now()
         _range("optimizer", cls.opt_t0, t1, 1)
         _Memory.sample(t1, phase_end=True)
+        cls.opt_exists = True
         cls.pending_end = t1
+        _Capture.boundary(cls.step_no + 1, t1)
         cls.fwd_start = None
         cls.arm()
 
@@ -426,7 +598,10 @@ class _Steps:
     def at_exit(cls):
         if not _disabled:
             try:
+                if cls.bwd_in_step and not cls.opt_exists and cls.pending_end is None:
+                    cls.pending_end = cls.bwd_end   # the last hand-updated iteration
                 cls.close_step()
+                _Capture.finish()
                 _flush_pending(final=True)
             except Exception:
                 pass
@@ -496,21 +671,11 @@ def _handover(to_profiler):
     """Lends CUPTI to torch.profiler (1) or takes it back (0) through the
     capture library CUDA loaded (CUDA_INJECTION64_PATH); nothing when CUDA
     has not loaded it. Returns True when handed over."""
-    global _inject, _handover_said
+    global _handover_said
     try:
-        if _inject is None:
-            path = os.environ.get("CUDA_INJECTION64_PATH")
-            if not path:
-                _say_debug("no CUDA_INJECTION64_PATH: CUPTI is not htamerge's")
-                return False
-            try:
-                lib = ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_NOW)
-            except OSError as e:
-                # CUDA not initialized: nothing of ours holds CUPTI
-                _say_debug("%s not loaded (%s)" % (path, e))
-                return False
-            lib.htamerge_cupti_handover.argtypes = [ctypes.c_int]
-            _inject = lib
+        if _inject_lib() is None:
+            _say_debug("the capture library is not loaded: CUPTI is not htamerge's")
+            return False
         rc = _inject.htamerge_cupti_handover(1 if to_profiler else 0)
         _say_debug("CUPTI %s torch.profiler: %d" % ("to" if to_profiler else "back from", rc))
         return rc == 0

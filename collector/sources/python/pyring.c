@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/capture_plan.h"
 #include "common/clockhook.h"
 #include "common/shm_ring.h"
 
@@ -115,4 +116,40 @@ HMPY_API int hmpy_trace_file(const char *path, uint32_t len)
     if (!g_ring || !path || !len || len > HM_RING_MAX_PAYLOAD - 64)
         return -1;
     return hm_ring_write2(g_ring, HM_RING_TRACE_FILE, &h, sizeof h, path, len);
+}
+
+/* The capture plan's generation (changes with each new plan), 0 when not
+ * attached: polled at each step boundary, so only a change costs a copy. */
+HMPY_API uint64_t hmpy_plan_gen(void)
+{
+    return g_ring ? hm_capture_plan_gen(hm_ring_control_area(g_ring)) : 0;
+}
+
+/* A copy of the capture plan (struct hm_capture_plan, mirrored by the
+ * hooks); returns its generation, 0 when not attached. */
+HMPY_API uint64_t hmpy_plan(struct hm_capture_plan *out)
+{
+    if (!g_ring || !out)
+        return 0;
+    return hm_capture_plan_get(hm_ring_control_area(g_ring), out);
+}
+
+/* The hooks' progress: step `step_now` (0-based) began; the last one took
+ * step_ns. The collector reads it to place a plan's steps ahead of all. */
+HMPY_API void hmpy_step_begun(int64_t step_now, int64_t step_ns)
+{
+    if (g_ring)
+        hm_capture_progress_step(hm_ring_control_area(g_ring), step_now, step_ns);
+}
+
+/* A completed CPU range [ts, ts + dur) on thread tid of pid, of category
+ * cat (enum hm_cat): the ops of a requested capture's profiler. 0 or -1. */
+HMPY_API int hmpy_slice(int64_t ts, int64_t dur, int64_t tid, int32_t pid, uint32_t name, uint32_t cat,
+                        uint32_t args)
+{
+    struct hm_ring_slice r = {.ts = hm_clockhook_apply(&g_hook, ts), .dur = dur > 0 ? dur : 0,
+                              .correlation = -1, .bytes = -1, .tid = tid, .pid = pid, .name = name,
+                              .args = args, .kind = 0 /* HM_TRACK_CPU_THREAD */, .cat = (uint16_t)cat};
+
+    return g_ring ? hm_ring_write(g_ring, HM_RING_SLICE, &r, sizeof r) : -1;
 }

@@ -1,0 +1,246 @@
+/* Rank 0's capture planner (capture_budget.h). */
+#include "capture_budget.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CALIBRATE_NS_MIN 1000000000LL  /* attached time before a first estimate */
+#define NO_CUPTI_NS 5000000000LL       /* no records by then: nothing to budget */
+#define REPLAN_NS 5000000000LL         /* re-estimates at most this often */
+#define RATE_SAMPLE_NS 300000000LL     /* attached time one rate sample needs */
+#define WINDOW_S 0.5     /* a window's length: enough steps to look at */
+#define LEAD_S 0.3       /* a plan reaches every rank well within this */
+#define LEAD_STEPS 2     /* and never fewer steps ahead than this */
+#define MAX_ON_STEPS 20
+
+/* What one record costs, from CUPTI's per-kernel instrumentation on the
+ * H200 (bench/RESULTS.md: a launch-bound step, attached against detached
+ * in one process). */
+enum { RECORD_NS_H200 = 3000 };
+
+int64_t cap_budget_default_record_ns(void)
+{
+    const char *v = getenv("HTAMERGE_CUPTI_RECORD_NS");
+    long long n = v && *v ? atoll(v) : 0;
+    return n > 0 ? (int64_t)n : RECORD_NS_H200;
+}
+
+void cap_budget_init(struct cap_budget *b, const struct cap_budget_opts *o, int64_t now_ns)
+{
+    memset(b, 0, sizeof *b);
+    b->o = *o;
+    if (b->o.record_ns <= 0)
+        b->o.record_ns = RECORD_NS_H200;
+    if (b->o.switch_ns <= 0)
+        b->o.switch_ns = 2000000;
+    b->started_ns = b->last_ns = now_ns;
+    b->rate = -1;
+    b->plan.budget_pct = o->capture_all ? 0 : o->budget_pct;
+    b->plan.mode = HM_CAPTURE_UNSET;
+}
+
+static void new_plan(struct cap_budget *b, int64_t mode)
+{
+    int64_t id = b->plan.id + 1;
+    struct hm_capture_plan keep = b->plan;
+
+    memset(&b->plan, 0, sizeof b->plan);
+    b->plan.id = id;
+    b->plan.mode = mode;
+    b->plan.budget_pct = keep.budget_pct;
+    b->plan.est_cost_pct = b->cost * 100.0;
+    /* a request in progress survives a re-plan */
+    b->plan.req_id = keep.req_id;
+    b->plan.req_from_step = keep.req_from_step;
+    b->plan.req_steps = keep.req_steps;
+    b->plan.req_t0_ns = keep.req_t0_ns;
+    b->plan.req_t1_ns = keep.req_t1_ns;
+}
+
+static int64_t lead_steps(const struct hm_capture_progress *pr)
+{
+    int64_t n = pr->step_ns > 0 ? (int64_t)ceil(LEAD_S * 1e9 / (double)pr->step_ns) : 0;
+    return n > LEAD_STEPS ? n : LEAD_STEPS;
+}
+
+/* Samples the record rate over the attached time since the last sample. */
+static void sample_rate(struct cap_budget *b, const struct hm_capture_progress *pr, int64_t now_ns)
+{
+    if (!b->have_last) {
+        b->last = *pr;
+        b->last_ns = now_ns;
+        b->have_last = 1;
+        return;
+    }
+    int64_t dt = pr->cupti_attached_ns - b->last.cupti_attached_ns;
+    if (dt < RATE_SAMPLE_NS)
+        return;
+    double r = (double)(pr->cupti_records - b->last.cupti_records) * 1e9 / (double)dt;
+    /* Follows a change (warm-up to training) within a few samples. */
+    b->rate = b->rate < 0 ? r : 0.5 * b->rate + 0.5 * r;
+    b->last = *pr;
+    b->last_ns = now_ns;
+}
+
+static double switch_ns(const struct cap_budget *b, const struct hm_capture_progress *pr)
+{
+    return pr->cupti_switches >= 2 ? (double)pr->cupti_switch_ns / (double)pr->cupti_switches
+                                   : (double)b->o.switch_ns;
+}
+
+/* The plan that keeps cost within the budget; 1 when it differs enough
+ * from the current one to be worth sending. */
+static int plan_windows(struct cap_budget *b, const struct hm_capture_progress *pr, int64_t now_ns)
+{
+    double budget = b->o.budget_pct / 100.0, cost = b->cost;
+    double sw = 2.0 * switch_ns(b, pr);   /* one attach and one detach per window */
+    int have_steps = pr->steps_seen >= 2 && pr->step_ns > 0 && pr->step_now >= 0;
+
+    if (cost <= budget) {
+        if (b->plan.mode == HM_CAPTURE_ALL || (b->plan.mode != HM_CAPTURE_UNSET && cost > 0.8 * budget))
+            return 0;
+        new_plan(b, HM_CAPTURE_ALL);
+        return 1;
+    }
+    if (have_steps) {
+        double step = (double)pr->step_ns;
+        int64_t on = (int64_t)ceil(WINDOW_S * 1e9 / step);
+        if (on < 1)
+            on = 1;
+        if (on > MAX_ON_STEPS)
+            on = MAX_ON_STEPS;
+        int64_t period = (int64_t)ceil(((double)on * step * cost + sw) / (budget * step));
+        if (period <= on)
+            period = on + 1;
+        if (b->plan.mode == HM_CAPTURE_STEPS && b->plan.on_steps == on &&
+            fabs((double)(period - b->plan.period_steps)) <= 0.25 * (double)b->plan.period_steps)
+            return 0;
+        new_plan(b, HM_CAPTURE_STEPS);
+        b->plan.on_steps = on;
+        b->plan.period_steps = period;
+        b->plan.base_step = pr->step_now + lead_steps(pr);
+        return 1;
+    }
+    int64_t on_ms = (int64_t)(WINDOW_S * 1000);
+    int64_t period_ms = (int64_t)ceil(((double)on_ms * 1e6 * cost + sw) / (budget * 1e6));
+    if (period_ms <= on_ms)
+        period_ms = on_ms + 1;
+    if (b->plan.mode == HM_CAPTURE_TIME &&
+        fabs((double)(period_ms - b->plan.period_ms)) <= 0.25 * (double)b->plan.period_ms)
+        return 0;
+    new_plan(b, HM_CAPTURE_TIME);
+    b->plan.on_ms = on_ms;
+    b->plan.period_ms = period_ms;
+    b->plan.epoch_ns = now_ns + (int64_t)(LEAD_S * 1e9);
+    return 1;
+}
+
+int cap_budget_tick(struct cap_budget *b, const struct hm_capture_progress *pr, int64_t now_ns)
+{
+    if (b->o.capture_all) {
+        if (b->plan.id)
+            return 0;
+        new_plan(b, HM_CAPTURE_ALL);
+        return 1;
+    }
+    sample_rate(b, pr, now_ns);
+    if (b->plan.mode == HM_CAPTURE_UNSET) {
+        if (pr->cupti_records == 0 && now_ns - b->started_ns >= NO_CUPTI_NS) {
+            new_plan(b, HM_CAPTURE_ALL);   /* no CUPTI here: NVTX, NCCL, hooks cost ~nothing */
+            b->decided_ns = now_ns;
+            return 1;
+        }
+        if (pr->cupti_attached_ns < CALIBRATE_NS_MIN || b->rate < 0)
+            return 0;
+    } else if (now_ns - b->decided_ns < REPLAN_NS || b->rate < 0) {
+        return 0;
+    }
+    b->decided_ns = now_ns;
+    b->cost = b->rate * (double)b->o.record_ns / 1e9;
+    /* Steps became known after a plan in time: windows move to steps. */
+    int want_steps = pr->steps_seen >= 2 && pr->step_ns > 0;
+    if (b->plan.mode == HM_CAPTURE_TIME && want_steps && b->cost > b->o.budget_pct / 100.0)
+        b->plan.mode = HM_CAPTURE_UNSET;   /* forces a new plan below */
+    int changed = plan_windows(b, pr, now_ns);
+    if (changed)
+        b->plan.est_cost_pct = b->cost * 100.0;
+    return changed;
+}
+
+int cap_budget_request(struct cap_budget *b, const struct hm_capture_progress *pr, int64_t steps,
+                       double seconds, int64_t now_ns, char *msg, size_t len)
+{
+    int64_t id = b->plan.req_id + 1;
+
+    if (steps > 0) {
+        if (pr->step_now < 0) {
+            snprintf(msg, len, "no steps are known in this job yet (the Python hooks found none); "
+                               "ask for time instead: --seconds S");
+            return -1;
+        }
+        int64_t from = pr->step_now + lead_steps(pr);
+        struct hm_capture_plan keep = b->plan;
+        b->plan.id = keep.id + 1;
+        b->plan.req_id = id;
+        b->plan.req_from_step = from;
+        b->plan.req_steps = steps;
+        b->plan.req_t0_ns = b->plan.req_t1_ns = 0;
+        if (!keep.id)
+            b->plan.mode = HM_CAPTURE_UNSET;
+        snprintf(msg, len, "request %lld: every rank records steps %lld to %lld in full",
+                 (long long)id, (long long)from, (long long)(from + steps - 1));
+        return 0;
+    }
+    if (seconds <= 0 || seconds > 3600) {
+        snprintf(msg, len, "ask for 1 or more steps, or 0 < seconds <= 3600");
+        return -1;
+    }
+    b->plan.id++;
+    b->plan.req_id = id;
+    b->plan.req_from_step = b->plan.req_steps = 0;
+    b->plan.req_t0_ns = now_ns + (int64_t)(LEAD_S * 1e9);
+    b->plan.req_t1_ns = b->plan.req_t0_ns + (int64_t)(seconds * 1e9);
+    snprintf(msg, len, "request %lld: every rank records %.3g s in full from %.1f s from now", (long long)id,
+             seconds, LEAD_S);
+    return 0;
+}
+
+int cap_budget_request_done(const struct cap_budget *b, const struct hm_capture_progress *pr, int64_t now_ns)
+{
+    const struct hm_capture_plan *p = &b->plan;
+    if (!p->req_id)
+        return 1;
+    if (p->req_steps > 0)
+        return pr->step_now >= p->req_from_step + p->req_steps;
+    return now_ns >= p->req_t1_ns;
+}
+
+void cap_budget_describe(const struct cap_budget *b, char *buf, size_t len)
+{
+    const struct hm_capture_plan *p = &b->plan;
+    char est[96] = "";
+
+    if (b->rate >= 0)
+        snprintf(est, sizeof est, " (CUPTI est. %.1f %% while attached, %.0f records/s; budget %.3g %%)",
+                 b->cost * 100.0, b->rate, b->o.budget_pct);
+    switch (p->mode) {
+    case HM_CAPTURE_ALL:
+        snprintf(buf, len, "capture plan %lld: everything%s", (long long)p->id,
+                 b->o.capture_all ? " (--capture-all)" : est);
+        break;
+    case HM_CAPTURE_STEPS:
+        snprintf(buf, len, "capture plan %lld: CUPTI for %lld steps in every %lld from step %lld%s",
+                 (long long)p->id, (long long)p->on_steps, (long long)p->period_steps,
+                 (long long)p->base_step, est);
+        break;
+    case HM_CAPTURE_TIME:
+        snprintf(buf, len, "capture plan %lld: CUPTI for %lld ms in every %lld ms%s", (long long)p->id,
+                 (long long)p->on_ms, (long long)p->period_ms, est);
+        break;
+    default:
+        snprintf(buf, len, "capture plan %lld: start-up (CUPTI attached while its cost is measured)",
+                 (long long)p->id);
+    }
+}

@@ -1,0 +1,64 @@
+/* Rank 0's capture planner: keeps live capture within a cost budget and
+ * places on-demand requests. It turns rank 0's own sources' progress (the
+ * step in progress, CUPTI's records and attached time; every rank runs the
+ * same program, so rank 0 stands for all) into a capture plan
+ * (common/capture_plan.h) that rank 0 sends to every collector.
+ *
+ * The cost of CUPTI while attached is estimated as records per attached
+ * second times a calibrated cost per record (per-kernel instrumentation is
+ * what CUPTI costs on Hopper), plus the program time each attach and detach
+ * took, as the injection library measured it. The plan records everything
+ * when that fits the budget, else windows of whole steps (or of time, when
+ * no steps are known) at the duty cycle that does. No MPI, no clock reads:
+ * the caller passes the time. */
+#ifndef HM_CAPTURE_BUDGET_H
+#define HM_CAPTURE_BUDGET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/capture_plan.h"
+
+struct cap_budget_opts {
+    double budget_pct;        /* e.g. 2.0; <= 0 with capture_all */
+    int capture_all;          /* --capture-all: one plan, ALL */
+    int64_t record_ns;        /* calibrated CUPTI cost per activity record */
+    int64_t switch_ns;        /* assumed cost of one attach or detach until measured */
+};
+
+/* HTAMERGE_CUPTI_RECORD_NS, else the calibration from the H200 (bench/RESULTS.md). */
+int64_t cap_budget_default_record_ns(void);
+
+struct cap_budget {
+    struct cap_budget_opts o;
+    struct hm_capture_plan plan;      /* the current plan (id 0: none sent yet) */
+    struct hm_capture_progress last;  /* at the last rate sample */
+    int64_t last_ns, started_ns, decided_ns;
+    double rate;                      /* CUPTI records per attached second; < 0 unknown */
+    double cost;                      /* estimated cost while attached, fraction */
+    int have_last;
+};
+
+void cap_budget_init(struct cap_budget *b, const struct cap_budget_opts *o, int64_t now_ns);
+
+/* Takes rank 0's progress at now_ns (call it a few times a second).
+ * Returns 1 when b->plan changed and must be sent to every rank. */
+int cap_budget_tick(struct cap_budget *b, const struct hm_capture_progress *pr, int64_t now_ns);
+
+/* An on-demand request: the next `steps` steps in full (steps > 0), or, when
+ * no steps are known, `seconds` from shortly after now. Places it ahead of
+ * every rank (lead time for the plan to arrive), writes what will be
+ * recorded (or why not) into msg and returns 0 (b->plan changed: send it)
+ * or -1. */
+int cap_budget_request(struct cap_budget *b, const struct hm_capture_progress *pr, int64_t steps,
+                       double seconds, int64_t now_ns, char *msg, size_t len);
+
+/* 1 once the current request's steps (or time) are past on rank 0. */
+int cap_budget_request_done(const struct cap_budget *b, const struct hm_capture_progress *pr,
+                            int64_t now_ns);
+
+/* One line on the plan for the job's log ("CUPTI in windows of 3 steps in
+ * 40 (est. 14 % while attached, budget 2 %)"). */
+void cap_budget_describe(const struct cap_budget *b, char *buf, size_t len);
+
+#endif

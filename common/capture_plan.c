@@ -1,0 +1,127 @@
+/* The capture plan in shared memory: a seqlock around the plan (one writer,
+ * the collector; readers in the training process, which must never block),
+ * and single-writer progress fields. */
+#include "capture_plan.h"
+
+#include <stdatomic.h>
+#include <string.h>
+
+enum { PLAN_WORDS = sizeof(struct hm_capture_plan) / 8 };
+
+struct area {
+    _Atomic uint64_t gen;                 /* odd while the plan is being written */
+    _Atomic int64_t plan[PLAN_WORDS];     /* word copies: no torn 8-byte values */
+    _Atomic int64_t step_now, step_ns, steps_seen;
+    _Atomic int64_t cupti_records, cupti_attached_ns, cupti_switches, cupti_switch_ns;
+};
+_Static_assert(sizeof(struct hm_capture_plan) % 8 == 0, "plan is 8-byte words");
+_Static_assert(sizeof(struct area) <= HM_CAPTURE_AREA_BYTES, "area fits");
+
+void hm_capture_plan_put(void *area, const struct hm_capture_plan *p)
+{
+    struct area *a = area;
+    int64_t w[PLAN_WORDS];
+    uint64_t g = atomic_load_explicit(&a->gen, memory_order_relaxed);
+
+    memcpy(w, p, sizeof w);
+    atomic_store_explicit(&a->gen, g + 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    for (size_t i = 0; i < PLAN_WORDS; i++)
+        atomic_store_explicit(&a->plan[i], w[i], memory_order_relaxed);
+    atomic_store_explicit(&a->gen, g + 2, memory_order_release);
+}
+
+uint64_t hm_capture_plan_gen(const void *area)
+{
+    const struct area *a = area;
+    return atomic_load_explicit(&a->gen, memory_order_acquire);
+}
+
+uint64_t hm_capture_plan_get(const void *area, struct hm_capture_plan *p)
+{
+    const struct area *a = area;
+    int64_t w[PLAN_WORDS];
+
+    for (;;) {
+        uint64_t g0 = atomic_load_explicit(&a->gen, memory_order_acquire);
+        if (g0 & 1)
+            continue;   /* the writer is mid-way: a few stores, never a wait */
+        for (size_t i = 0; i < PLAN_WORDS; i++)
+            w[i] = atomic_load_explicit(&a->plan[i], memory_order_relaxed);
+        atomic_thread_fence(memory_order_acquire);
+        if (atomic_load_explicit(&a->gen, memory_order_relaxed) == g0) {
+            memcpy(p, w, sizeof w);
+            return g0;
+        }
+    }
+}
+
+void hm_capture_progress_step(void *area, int64_t step_now, int64_t step_ns)
+{
+    struct area *a = area;
+    atomic_store_explicit(&a->step_ns, step_ns, memory_order_relaxed);
+    atomic_fetch_add_explicit(&a->steps_seen, 1, memory_order_relaxed);
+    atomic_store_explicit(&a->step_now, step_now + 1, memory_order_release);   /* 0: none yet */
+}
+
+void hm_capture_progress_cupti(void *area, int64_t records, int64_t attached_ns)
+{
+    struct area *a = area;
+    atomic_store_explicit(&a->cupti_records, records, memory_order_relaxed);
+    atomic_store_explicit(&a->cupti_attached_ns, attached_ns, memory_order_relaxed);
+}
+
+void hm_capture_progress_switch(void *area, int64_t ns)
+{
+    struct area *a = area;
+    atomic_fetch_add_explicit(&a->cupti_switch_ns, ns, memory_order_relaxed);
+    atomic_fetch_add_explicit(&a->cupti_switches, 1, memory_order_relaxed);
+}
+
+void hm_capture_progress_get(const void *area, struct hm_capture_progress *pr)
+{
+    const struct area *a = area;
+    pr->step_now = atomic_load_explicit(&a->step_now, memory_order_acquire) - 1;
+    pr->step_ns = atomic_load_explicit(&a->step_ns, memory_order_relaxed);
+    pr->steps_seen = atomic_load_explicit(&a->steps_seen, memory_order_relaxed);
+    pr->cupti_records = atomic_load_explicit(&a->cupti_records, memory_order_relaxed);
+    pr->cupti_attached_ns = atomic_load_explicit(&a->cupti_attached_ns, memory_order_relaxed);
+    pr->cupti_switches = atomic_load_explicit(&a->cupti_switches, memory_order_relaxed);
+    pr->cupti_switch_ns = atomic_load_explicit(&a->cupti_switch_ns, memory_order_relaxed);
+}
+
+static int requested_step(const struct hm_capture_plan *p, int64_t s)
+{
+    return p->req_id > 0 && p->req_steps > 0 && s >= p->req_from_step && s - p->req_from_step < p->req_steps;
+}
+
+int hm_capture_step(const struct hm_capture_plan *p, int64_t s)
+{
+    int f = requested_step(p, s) ? HM_CAPTURE_F_REQUEST : 0;
+
+    switch (p->mode) {
+    case HM_CAPTURE_STEPS:
+        if (p->on_steps > 0 && p->period_steps > 0 && s >= p->base_step &&
+            (s - p->base_step) % p->period_steps < p->on_steps)
+            f |= HM_CAPTURE_F_WINDOW;
+        return f;
+    case HM_CAPTURE_TIME:
+        return f;   /* time windows are the injection library's to keep */
+    default:
+        return f | HM_CAPTURE_F_WINDOW;
+    }
+}
+
+int hm_capture_time(const struct hm_capture_plan *p, int64_t t)
+{
+    int f = p->req_id > 0 && p->req_t1_ns > p->req_t0_ns && t >= p->req_t0_ns && t < p->req_t1_ns
+                ? HM_CAPTURE_F_REQUEST : 0;
+
+    if (p->mode == HM_CAPTURE_TIME) {
+        int64_t ms = (t - p->epoch_ns) / 1000000;
+        if (p->period_ms > 0 && t >= p->epoch_ns && ms % p->period_ms < p->on_ms)
+            f |= HM_CAPTURE_F_WINDOW;
+        return f;
+    }
+    return f | HM_CAPTURE_F_WINDOW;
+}

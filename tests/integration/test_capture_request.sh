@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# On-demand capture in a running job (man htamerge, CAPTURE BUDGET): a real
+# 4-rank PyTorch DDP loop over gloo runs under `mpirun -n 4 htamerge`, and
+# from another shell `htamerge capture --steps N` asks rank 0, through its
+# control socket, for the next N steps in full. On the CPU the Python hooks
+# run torch's profiler for exactly those steps. Checks, from the database:
+# every rank's "htamerge/capture window" holds the same steps, the ones the
+# command printed; each window has the profiler's CPU ops, and no op lies
+# outside a window; the command's errors (no job, bad arguments, no steps
+# yet) and exit statuses; the socket is gone after the job. Also a loop
+# with no optimizer object (a hand-written SGD update): one step per
+# iteration, each with its forward and backward.
+set -u
+. "$(dirname "$0")/../lib.sh"
+H=${HTAMERGE:?}
+SRC=${HM_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+PY=$SRC/tests/integration/py
+torch_python
+"$P" -c 'import torch.distributed as d; assert d.is_available() and d.is_gloo_available()' \
+    >/dev/null 2>&1 || skip "$P has no torch with gloo"
+mpi_env
+hm_tmpdir capreq
+export HTAMERGE_CONTROL_DIR=$T/control
+
+# --- the command's errors, without a job --------------------------------------
+"$H" capture --steps 3 >"$T/nojob.out" 2>&1
+[ $? -eq 2 ] || fail "capture without a job: want exit 2"
+grep -q "no running htamerge job" "$T/nojob.out" || fail "capture without a job: $(cat "$T/nojob.out")"
+"$H" capture >"$T/noarg.out" 2>&1
+[ $? -eq 2 ] || fail "capture without --steps/--seconds: want exit 2"
+"$H" capture --steps 0 >/dev/null 2>&1
+[ $? -eq 2 ] || fail "capture --steps 0: want exit 2"
+"$H" capture --steps 2 --seconds 1 >/dev/null 2>&1
+[ $? -eq 2 ] || fail "capture with both --steps and --seconds: want exit 2"
+
+# --- a running job -------------------------------------------------------------
+mkdir -p "$T/job" && cd "$T/job" || exit 1
+STOP=$T/job/stop
+run_mpi 400 -n 4 --bind-to none -x OMP_NUM_THREADS -x HTAMERGE_CONTROL_DIR "$H" -o run.db \
+    "$PY/ddp_until.py" "$STOP" >job.log 2>&1 &
+JOB=$!
+# Wait for rank 0's socket and its first steps: "no steps" until then.
+asked=
+for _ in $(seq 1 600); do
+    if ls "$T/control/"*.sock >/dev/null 2>&1; then
+        if "$H" capture --steps 3 >req1.out 2>req1.err; then asked=1; break; fi
+        grep -q "no steps are known" req1.err || { fail "capture: $(cat req1.err)"; break; }
+    fi
+    kill -0 $JOB 2>/dev/null || break
+    sleep 0.2
+done
+[ -n "$asked" ] || fail "capture --steps 3 never succeeded: $(cat req1.err 2>/dev/null)"
+REQ1=$(grep -o 'steps [0-9]* to [0-9]*' req1.out | head -1)
+grep -q "recorded on rank 0" req1.out || fail "capture did not wait for its steps: $(cat req1.out)"
+# The job named by its file, without waiting.
+timeout 60 "$H" capture run.db --steps 2 --no-wait >req2.out 2>req2.err ||
+    fail "capture run.db --no-wait: $(cat req2.err)"
+REQ2=$(grep -o 'steps [0-9]* to [0-9]*' req2.out | head -1)
+timeout 60 "$H" capture other.db --steps 2 >/dev/null 2>req3.err
+[ $? -eq 2 ] || fail "capture for a file no job writes: want exit 2"
+sleep 3   # rank 0 is a few steps ahead of the request's end
+touch "$STOP"
+wait $JOB
+rc=$?
+[ $rc -eq 0 ] || { fail "job exit $rc"; tail -40 job.log >&2; }
+ls "$T/control/"*.sock >/dev/null 2>&1 && fail "the control socket outlived the job"
+
+# The steps each rank's windows hold, "rank:first-last" per window.
+WINDOWS="WITH w AS (SELECT c.rank, c.ts AS t0, (SELECT min(d.ts) FROM counters d WHERE d.rank = c.rank
+           AND d.name = c.name AND d.ts > c.ts AND d.value = 0) AS t1
+         FROM counters c JOIN strings n ON n.id = c.name
+         WHERE n.str = 'htamerge/capture window' AND c.value = 1)
+       SELECT w.rank || ':' || min(json_extract(s.args, '\$.step')) || '-' || max(json_extract(s.args, '\$.step'))
+       FROM w JOIN tracks t ON t.rank = w.rank JOIN slices s ON s.track = t.id JOIN strings n ON n.id = s.name
+       WHERE n.str = 'step' AND json_extract(s.args, '\$.domain') = 'htamerge'
+         AND s.ts >= w.t0 - 1000000 AND s.ts + s.dur <= w.t1 + 1000000
+       GROUP BY w.rank, w.t0 ORDER BY w.rank, w.t0"
+got=$(sqlite3 run.db "$WINDOWS" | tr '\n' ' ')
+r1=${REQ1#steps }; r1=${r1/ to /-}
+r2=${REQ2#steps }; r2=${r2/ to /-}
+want="0:$r1 0:$r2 1:$r1 1:$r2 2:$r1 2:$r2 3:$r1 3:$r2 "
+[ "$got" = "$want" ] || fail "windows by rank: got '$got', want '$want' (requests '$REQ1', '$REQ2')"
+# CPU ops: in every window of every rank, and nowhere else.
+OPS="SELECT t.rank, count(*) FROM slices s JOIN tracks t ON t.id = s.track JOIN categories c ON c.id = s.cat
+     WHERE c.name = 'cpu_op' GROUP BY 1 HAVING count(*) > 20"
+[ "$(sqlite3 run.db "$OPS" | wc -l)" -eq 4 ] || fail "CPU ops per rank: $(sqlite3 run.db "$OPS" | tr '\n' ' ')"
+OUTSIDE="SELECT count(*) FROM slices s JOIN tracks t ON t.id = s.track JOIN categories c ON c.id = s.cat
+         WHERE c.name = 'cpu_op' AND NOT EXISTS (SELECT 1 FROM counters a JOIN strings n ON n.id = a.name
+           WHERE n.str = 'htamerge/capture window' AND a.rank = t.rank AND a.value = 1 AND a.ts <= s.ts
+             AND (SELECT min(b.ts) FROM counters b WHERE b.rank = a.rank AND b.name = a.name
+                  AND b.ts > a.ts AND b.value = 0) >= s.ts + s.dur)"
+[ "$(sqlite3 run.db "$OUTSIDE")" = 0 ] || fail "$(sqlite3 run.db "$OUTSIDE") CPU ops outside the windows"
+grep -q "python hooks disabled" job.log && fail "$(grep -m1 'python hooks disabled' job.log)"
+
+# --- a loop without an optimizer object ----------------------------------------
+mkdir -p "$T/sgd" && cd "$T/sgd" || exit 1
+run_mpi 300 -n 2 --bind-to none -x OMP_NUM_THREADS "$H" -o sgd.db "$PY/manual_sgd.py" 12 >sgd.log 2>&1 ||
+    { fail "manual SGD job"; tail -20 sgd.log >&2; }
+PHASES="SELECT t.rank, n.str, count(*) FROM slices s JOIN tracks t ON t.id = s.track
+        JOIN strings n ON n.id = s.name JOIN categories c ON c.id = s.cat
+        WHERE c.name = 'nvtx' AND n.str IN ('step', 'forward', 'backward')
+          AND json_extract(s.args, '\$.domain') = 'htamerge' GROUP BY 1, 2 ORDER BY 1, 2"
+got=$(sqlite3 sgd.db "$PHASES" | tr '\n' ' ')
+want="0|backward|12 0|forward|12 0|step|12 1|backward|12 1|forward|12 1|step|12 "
+[ "$got" = "$want" ] || fail "manual SGD phases: got '$got', want '$want'"
+src=$(sqlite3 sgd.db "SELECT group_concat(DISTINCT source) FROM steps")
+[ "$src" = hooks ] || fail "manual SGD steps' source: '$src'"
+finish

@@ -1,0 +1,175 @@
+/* Rank 0's capture planner: everything when CUPTI's estimated cost fits
+ * the budget, windows of whole steps (or of time) that keep it there when
+ * not, a move from time to steps when steps appear, and requests placed
+ * ahead of every rank. */
+#include <math.h>
+#include <stdint.h>
+
+#include "collector/capture_budget.h"
+#include "test.h"
+
+#define S 1000000000LL
+
+/* Feeds up to secs seconds of attached time at `rate` records/s, steps of
+ * step_ns (none when 0; no CUPTI at all when rate < 0), until a new plan. */
+static int feed(struct cap_budget *b, struct hm_capture_progress *pr, int64_t *now, double secs, double rate,
+                int64_t step_ns)
+{
+    int changed = 0;
+    for (int i = 0; i < (int)(secs * 10); i++) {
+        *now += S / 10;
+        if (rate >= 0) {
+            pr->cupti_attached_ns += S / 10;
+            pr->cupti_records += (int64_t)(rate / 10);
+        }
+        if (step_ns > 0) {
+            pr->steps_seen += 1;
+            pr->step_now += 1;
+            pr->step_ns = step_ns;
+        }
+        if ((changed = cap_budget_tick(b, pr, *now)))
+            break;
+    }
+    return changed;
+}
+
+/* The cost the plan's windows add up to, as a fraction. */
+static double plan_cost(const struct cap_budget *b, double step_s, double switch_s)
+{
+    const struct hm_capture_plan *p = &b->plan;
+    if (p->mode == HM_CAPTURE_ALL)
+        return b->cost;
+    if (p->mode == HM_CAPTURE_STEPS)
+        return ((double)p->on_steps * step_s * b->cost + 2 * switch_s) / ((double)p->period_steps * step_s);
+    return ((double)p->on_ms / 1000 * b->cost + 2 * switch_s) / ((double)p->period_ms / 1000);
+}
+
+static void test_cheap_records_all(void)
+{
+    struct cap_budget b;
+    struct cap_budget_opts o = {.budget_pct = 2, .record_ns = 3000};
+    struct hm_capture_progress pr = {.step_now = -1};
+    int64_t now = 0;
+
+    cap_budget_init(&b, &o, now);
+    CHECK_EQ_INT(feed(&b, &pr, &now, 0.5, 2000, 0), 0);   /* still measuring */
+    CHECK_EQ_INT(feed(&b, &pr, &now, 1.0, 2000, 0), 1);   /* 2000/s x 3 us = 0.6 % */
+    CHECK_EQ_INT(b.plan.mode, HM_CAPTURE_ALL);
+    CHECK_NEAR(b.cost, 0.006, 0.0005);
+}
+
+static void test_costly_steps_windows(void)
+{
+    struct cap_budget b;
+    struct cap_budget_opts o = {.budget_pct = 2, .record_ns = 3000, .switch_ns = 2000000};
+    struct hm_capture_progress pr = {.step_now = -1};
+    int64_t now = 0;
+
+    cap_budget_init(&b, &o, now);
+    /* 50 000 records/s x 3 us = 15 % while attached; 25 ms steps */
+    CHECK_EQ_INT(feed(&b, &pr, &now, 1.5, 50000, 25000000), 1);
+    CHECK_EQ_INT(b.plan.mode, HM_CAPTURE_STEPS);
+    CHECK_NEAR(b.cost, 0.15, 0.01);
+    CHECK_EQ_INT(b.plan.on_steps, 20);              /* 0.5 s of 25 ms steps */
+    CHECK(b.plan.base_step > pr.step_now);          /* ahead of every rank */
+    CHECK(b.plan.base_step - pr.step_now >= 12);    /* 0.3 s of 25 ms steps */
+    CHECK(plan_cost(&b, 0.025, 0.002) <= 0.0201);
+    CHECK(plan_cost(&b, 0.025, 0.002) >= 0.015);    /* not needlessly less */
+    /* The same cost a while later: no new plan. */
+    CHECK_EQ_INT(feed(&b, &pr, &now, 6, 50000, 25000000), 0);
+    /* Twice the records: a new plan with windows further apart. */
+    int64_t old = b.plan.period_steps;
+    CHECK_EQ_INT(feed(&b, &pr, &now, 6, 100000, 25000000), 1);
+    CHECK(b.plan.period_steps > old);
+    CHECK(plan_cost(&b, 0.025, 0.002) <= 0.0201);
+}
+
+static void test_time_then_steps(void)
+{
+    struct cap_budget b;
+    struct cap_budget_opts o = {.budget_pct = 2, .record_ns = 3000, .switch_ns = 2000000};
+    struct hm_capture_progress pr = {.step_now = -1};
+    int64_t now = 0;
+
+    cap_budget_init(&b, &o, now);
+    CHECK_EQ_INT(feed(&b, &pr, &now, 1.5, 40000, 0), 1);
+    CHECK_EQ_INT(b.plan.mode, HM_CAPTURE_TIME);
+    CHECK_EQ_INT(b.plan.on_ms, 500);
+    CHECK(plan_cost(&b, 0, 0.002) <= 0.0201);
+    CHECK(b.plan.epoch_ns > now);
+    int64_t id = b.plan.id;
+    CHECK_EQ_INT(feed(&b, &pr, &now, 6, 40000, 100000000), 1);   /* steps of 100 ms appear */
+    CHECK_EQ_INT(b.plan.mode, HM_CAPTURE_STEPS);
+    CHECK(b.plan.id > id);
+    CHECK_EQ_INT(b.plan.on_steps, 5);
+}
+
+static void test_no_cupti(void)
+{
+    struct cap_budget b;
+    struct cap_budget_opts o = {.budget_pct = 2};
+    struct hm_capture_progress pr = {.step_now = -1};
+    int64_t now = 0;
+
+    cap_budget_init(&b, &o, now);
+    CHECK_EQ_INT(feed(&b, &pr, &now, 4.5, -1, 0), 0);
+    CHECK_EQ_INT(feed(&b, &pr, &now, 1, -1, 0), 1);   /* 5 s without CUPTI: nothing to budget */
+    CHECK_EQ_INT(b.plan.mode, HM_CAPTURE_ALL);
+    /* CUPTI attached, no records (a CPU-bound phase): it costs nothing. */
+    cap_budget_init(&b, &o, now);
+    CHECK_EQ_INT(feed(&b, &pr, &now, 2, 0, 0), 1);
+    CHECK_EQ_INT(b.plan.mode, HM_CAPTURE_ALL);
+}
+
+static void test_capture_all(void)
+{
+    struct cap_budget b;
+    struct cap_budget_opts o = {.capture_all = 1};
+    struct hm_capture_progress pr = {.step_now = -1};
+
+    cap_budget_init(&b, &o, 0);
+    CHECK_EQ_INT(cap_budget_tick(&b, &pr, 1), 1);
+    CHECK_EQ_INT(b.plan.mode, HM_CAPTURE_ALL);
+    CHECK_EQ_INT(cap_budget_tick(&b, &pr, 2), 0);
+}
+
+static void test_requests(void)
+{
+    struct cap_budget b;
+    struct cap_budget_opts o = {.budget_pct = 2};
+    struct hm_capture_progress pr = {.step_now = -1};
+    char msg[300];
+
+    cap_budget_init(&b, &o, 0);
+    CHECK_EQ_INT(cap_budget_request(&b, &pr, 5, 0, 0, msg, sizeof msg), -1);
+    CHECK_CONTAINS(msg, "no steps");
+    pr.step_now = 40, pr.step_ns = 10000000, pr.steps_seen = 40;   /* 10 ms steps: 30 ahead */
+    CHECK_EQ_INT(cap_budget_request(&b, &pr, 5, 0, 0, msg, sizeof msg), 0);
+    CHECK_EQ_INT(b.plan.req_id, 1);
+    CHECK_EQ_INT(b.plan.req_from_step, 70);
+    CHECK_EQ_INT(b.plan.req_steps, 5);
+    CHECK_CONTAINS(msg, "steps 70 to 74");
+    CHECK_EQ_INT(cap_budget_request_done(&b, &pr, 0), 0);
+    pr.step_now = 74;
+    CHECK_EQ_INT(cap_budget_request_done(&b, &pr, 0), 0);
+    pr.step_now = 75;
+    CHECK_EQ_INT(cap_budget_request_done(&b, &pr, 0), 1);
+    CHECK_EQ_INT(cap_budget_request(&b, &pr, 0, 2.0, 10 * S, msg, sizeof msg), 0);
+    CHECK_EQ_INT(b.plan.req_id, 2);
+    CHECK_EQ_INT(b.plan.req_t1_ns - b.plan.req_t0_ns, 2 * S);
+    CHECK(b.plan.req_t0_ns > 10 * S);
+    CHECK_EQ_INT(cap_budget_request_done(&b, &pr, b.plan.req_t1_ns - 1), 0);
+    CHECK_EQ_INT(cap_budget_request_done(&b, &pr, b.plan.req_t1_ns), 1);
+    CHECK_EQ_INT(cap_budget_request(&b, &pr, 0, 0, 0, msg, sizeof msg), -1);
+}
+
+int main(void)
+{
+    test_cheap_records_all();
+    test_costly_steps_windows();
+    test_time_then_steps();
+    test_no_cupti();
+    test_capture_all();
+    test_requests();
+    return hm_test_done();
+}
