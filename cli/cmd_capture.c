@@ -41,7 +41,12 @@ static const char capture_help[] =
     "  -h, --help         this text\n"
     "\n"
     "exit status: 0 recorded (or taken, with --no-wait), 1 the job refused or\n"
-    "went away, 2 usage or no such job.\n";
+    "went away, 2 usage or no such job.\n"
+    "\n"
+    "examples:\n"
+    "  htamerge capture --steps 5\n"
+    "  htamerge capture run.db --steps 20 --no-wait\n"
+    "  htamerge capture --seconds 2\n";
 
 struct job_ref {
     int pid;

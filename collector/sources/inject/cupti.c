@@ -637,7 +637,9 @@ int inj_cupti_record(struct inj *g, int on)
     atomic_store(&c->hook_want, on ? 1 : 0);
     pthread_mutex_lock(&c->win_mu);
     if (atomic_load(&c->wstate) != WIN_HANDED_OVER) {
-        int want = c->plan.mode == HM_CAPTURE_STEPS ? on : plan_want(g, c);
+        int want = plan_want(g, c);   /* first: it takes a new plan in */
+        if (c->plan.mode == HM_CAPTURE_STEPS)
+            want = on;
         if (want >= 0)
             apply_want(g, c, want);
     }

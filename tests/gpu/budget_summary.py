@@ -1,0 +1,57 @@
+"""What a capture under the cost budget recorded, from its database, as one
+JSON line: run length, slices and kernels, the database's size per minute,
+records per second, the share of the run CUPTI was attached, and for each
+rank the steps (hooks' step numbers) that lie inside CUPTI's recording
+windows, so that ranks can be compared.
+
+usage: budget_summary.py FILE.db LABEL"""
+import json
+import os
+import sqlite3
+import sys
+
+
+def main():
+    db, label = sys.argv[1], sys.argv[2]
+    c = sqlite3.connect(db)
+    q = lambda s, *a: c.execute(s, a).fetchall()
+    t0, t1 = q("SELECT min(ts), max(ts + dur) FROM slices")[0]
+    secs = (t1 - t0) / 1e9 if t0 else 0
+    slices = q("SELECT count(*) FROM slices")[0][0]
+    kernels = q("SELECT count(*) FROM slices s JOIN categories c ON c.id = s.cat WHERE c.name = 'kernel'")[0][0]
+    rec = q("""SELECT c.rank, c.ts, c.value FROM counters c JOIN strings n ON n.id = c.name
+               WHERE n.str = 'htamerge/cupti recording' ORDER BY c.rank, c.ts""")
+    steps = q("""SELECT t.rank, json_extract(s.args, '$.step'), s.ts, s.ts + s.dur FROM slices s
+                 JOIN tracks t ON t.id = s.track JOIN strings n ON n.id = s.name
+                 WHERE n.str = 'step' AND json_extract(s.args, '$.domain') = 'htamerge'
+                 ORDER BY t.rank, s.ts""")
+    ranks = sorted({r for r, *_ in steps} | {r for r, *_ in rec})
+    out = {"label": label, "seconds": round(secs, 2), "slices": slices, "kernels": kernels,
+           "db_mb": round(os.path.getsize(db) / 1e6, 1),
+           "db_mb_per_min": round(os.path.getsize(db) / 1e6 / (secs / 60), 1) if secs else None,
+           "records_per_s": round(slices / secs) if secs else None, "ranks": {}}
+    for r in ranks:
+        # recording intervals: attached from the start until a 0, again from each 1
+        iv, on_since = [], t0
+        for rr, ts, v in rec:
+            if rr != r:
+                continue
+            if v == 0 and on_since is not None:
+                iv.append((on_since, ts))
+                on_since = None
+            elif v == 1 and on_since is None:
+                on_since = ts
+        if on_since is not None:
+            iv.append((on_since, t1))
+        rs = [(n, a, b) for rr, n, a, b in steps if rr == r]
+        inside = [n for n, a, b in rs if any(x <= a + 2e6 and b - 2e6 <= y for x, y in iv)]
+        attached = sum(y - x for x, y in iv) / 1e9
+        out["ranks"][r] = {"steps": len(rs), "recorded_steps": len(inside),
+                           "recorded_step_list": inside[:400], "attached_s": round(attached, 2),
+                           "attached_share": round(attached / secs, 4) if secs else None,
+                           "windows": len(iv)}
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
