@@ -19,6 +19,7 @@
 #include "sql_guard.h"
 #include "store/columns.h"
 #include "topics.h"
+#include "capture_windows.h"
 
 #define API_SQL_ROWS 10000   /* rows a console query returns before "truncated" */
 #define API_SQL_BYTES (16L << 20)   /* and values' bytes (the worker takes answers up to 32 MiB) */
@@ -291,6 +292,13 @@ static int window_params(struct qry_dbh *h, struct qry_call *c, struct win_param
     return 0;
 }
 
+/* window_params and px= (default API_PX_DEFAULT): a view drawn px columns wide. */
+static int view_params(struct qry_dbh *h, struct qry_call *c, struct win_params *p, int64_t *px)
+{
+    *px = API_PX_DEFAULT;
+    return window_params(h, c, p) || param_i64(c, "px", 1, QRY_MAX_PX, px) ? -1 : 0;
+}
+
 /* Sends a built answer, or a 500 naming what failed. */
 static int reply_built(struct qry_call *c, int rc, struct qry_buf *out, bool fresh, const char *what,
                        const struct hm_err *err)
@@ -308,12 +316,12 @@ static int reply_built(struct qry_call *c, int rc, struct qry_buf *out, bool fre
 static int api_timeline(struct qry_dbh *h, struct qry_call *c)
 {
     struct win_params p;
-    int64_t px = API_PX_DEFAULT;
+    int64_t px;
     struct qry_buf out = {0};
     struct hm_err err;
 
     hm_err_clear(&err);
-    if (window_params(h, c, &p) || param_i64(c, "px", 1, QRY_MAX_PX, &px))
+    if (view_params(h, c, &p, &px))
         return -1;
     if (p.nranks > QRY_TIMELINE_MAX_RANKS)
         return reply_error(c, 400, "ranks= names %d ranks; a timeline request takes at most %d (whole runs: "
@@ -346,16 +354,39 @@ static int api_heatmap(struct qry_dbh *h, struct qry_call *c)
 static int api_counters(struct qry_dbh *h, struct qry_call *c)
 {
     struct win_params p;
-    int64_t px = API_PX_DEFAULT;
+    int64_t px;
     struct hm_err err;
     cJSON *doc;
 
     hm_err_clear(&err);
-    if (window_params(h, c, &p) || param_i64(c, "px", 1, QRY_MAX_PX, &px))
+    if (view_params(h, c, &p, &px))
         return -1;
     if (p.nranks < 0 || p.nranks > QRY_TIMELINE_MAX_RANKS)
         return reply_error(c, 400, "counters needs ranks= naming 1 to %d ranks", QRY_TIMELINE_MAX_RANKS);
     if (!(doc = qry_counters(h->db, p.origin, p.t0, p.t1, (int)px, p.ranks, p.nranks, &err)))
+        return reply_error(c, 500, "%s", err.msg);
+    c->cacheable = p.fresh;
+    return reply_doc(c, doc);
+}
+
+/* /api/windows?t0=&t1=&px=&ranks=: when ranks' GPU was not recorded (CUPTI
+ * detached) and their capture windows (capture_windows.h), for the
+ * timeline's bands; every rank when ranks= is absent. */
+static int api_windows(struct qry_dbh *h, struct qry_call *c)
+{
+    struct qry_windows_req q = {0};
+    struct win_params p;
+    struct hm_err err;
+    int64_t px;
+    cJSON *doc;
+
+    hm_err_clear(&err);
+    if (view_params(h, c, &p, &px))
+        return -1;
+    qry_lod_extent(p.lod, &q.origin, &q.end);
+    q.t0 = p.t0, q.t1 = p.t1, q.px = (int)px;
+    q.ranks = p.nranks >= 0 ? p.ranks : NULL, q.nranks = p.nranks;
+    if (!(doc = qry_windows(h->db, &q, &err)))
         return reply_error(c, 500, "%s", err.msg);
     c->cacheable = p.fresh;
     return reply_doc(c, doc);
@@ -656,6 +687,8 @@ void qry_api_dispatch(struct qry_dbh *h, struct qry_call *c)
         api_heatmap(h, c);
     else if (!strcmp(p, "counters"))
         api_counters(h, c);
+    else if (!strcmp(p, "windows"))
+        api_windows(h, c);
     else if (!strcmp(p, "topics"))
         api_topics(c);
     else if (!strncmp(p, "report/", 7))

@@ -82,6 +82,47 @@ EOF
 expect 200 "timeline zoomed, rank 1" "/api/timeline?t0=1000000&t1=2000000&px=300&ranks=1"
 json 'all(t["rank"] == 1 for t in d["tracks"]) and d["t0"] == 1000000'
 
+# ---- capture windows (/api/windows): none in a file without live capture;
+# then counters as live capture writes them, added to a copy: rank 0's GPU
+# not recorded 1.0-2.0 s (a repeated 0 within changes nothing) and from
+# 3.0 s to its end, a capture window 0.5-0.8 s; rank 1 a capture window
+# from 2.5 s to its end, and a recording sample at 1 before any 0 ----
+expect 200 "windows of a file without them" /api/windows
+json 'd["windows"] == [] and d["truncated"] is False and d["t0"] == 0'
+cp "$T/tf.db" "$T/windows.db"
+O=$(sqlite3 "$T/windows.db" 'SELECT min(ts) FROM slices')
+sqlite3 "$T/windows.db" "
+INSERT INTO strings (id, str) SELECT max(id) + 1, 'htamerge/cupti recording' FROM strings;
+INSERT INTO strings (id, str) SELECT max(id) + 1, 'htamerge/capture window' FROM strings;
+WITH n(paused, id) AS (SELECT 1, id FROM strings WHERE str = 'htamerge/cupti recording' UNION ALL
+                       SELECT 0, id FROM strings WHERE str = 'htamerge/capture window'),
+     v(rank, paused, ms, value) AS (VALUES (0, 1, 1000, 0), (0, 1, 1500, 0), (0, 1, 2000, 1), (0, 1, 3000, 0),
+                                           (0, 0, 500, 1), (0, 0, 800, 0), (1, 0, 2500, 1), (1, 1, 100, 1))
+INSERT INTO counters (rank, device, name, ts, value)
+SELECT v.rank, -1, n.id, $O + v.ms * 1000000, v.value FROM v JOIN n USING (paused);" ||
+    fail "windows: sqlite3 could not add the counters"
+# A window still open at the end lasts to its rank's last event.
+end0=$(sqlite3 "$T/windows.db" "SELECT max(s.ts + s.dur) - $O FROM slices s JOIN tracks t ON t.id = s.track WHERE t.rank = 0")
+end1=$(sqlite3 "$T/windows.db" "SELECT max(s.ts + s.dur) - $O FROM slices s JOIN tracks t ON t.id = s.track WHERE t.rank = 1")
+main_port=$PORT
+start_server windows "$T/windows.db" || exit 1
+W='[(w["rank"], w["kind"], w["start"], w["end"]) for w in d["windows"]]'
+expect 200 "windows" /api/windows
+json "$W == [(0, 'capture', 500000000, 800000000), (0, 'paused', 1000000000, 2000000000),
+             (0, 'paused', 3000000000, $end0), (1, 'capture', 2500000000, $end1)] and d['truncated'] is False"
+expect 200 "windows of rank 1 from 3 s: its window whole" "/api/windows?ranks=1&t0=3000000000"
+json "$W == [(1, 'capture', 2500000000, $end1)] and d['t0'] == 3000000000"
+expect 200 "windows within 1.2-1.3 s" "/api/windows?t0=1200000000&t1=1300000000"
+json "$W == [(0, 'paused', 1000000000, 2000000000)]"
+expect 200 "windows at one pixel column: merged" "/api/windows?px=1&ranks=0"
+json "$W == [(0, 'capture', 500000000, 800000000), (0, 'paused', 1000000000, $end0)]"
+expect 400 "windows bad ranks" "/api/windows?ranks=x"
+expect 400 "windows t1 before t0" "/api/windows?t0=5&t1=2"
+expect 400 "windows px 0" "/api/windows?px=0"
+expect 200 "windows: the run's origin" /api/run
+json "int(d['origin_ns']) == $O"
+PORT=$main_port
+
 # ---- bad parameters: 400, unknown things: 404, wrong method: 405 ----
 expect 404 "unknown topic" /api/report/nosuch
 expect 404 "unknown endpoint" /api/nosuch
