@@ -2,7 +2,8 @@
 # Browser tests of the web viewer, driven by Debian's chromium through
 # playwright-core: a 4-rank synthetic run with a straggler (rank 2), served
 # by `htamerge serve` (viewer.test.mjs); GPU memory rows on a device
-# fixture (memory.test.mjs); then live mode: the page opened on
+# fixture (memory.test.mjs); capture windows drawn on the live one
+# (windows.test.mjs); then live mode: the page opened on
 # `mpirun -n 2 htamerge --serve` while the job runs (live.test.mjs); then
 # the viewer at scale, on runs of 8, 256 and 1,024 ranks (scale.test.mjs).
 # Screenshots go to $HM_TMPDIR/browser/.
@@ -40,6 +41,17 @@ serve() {
     port=$(serve_port "$T/serve.err") || { echo "FAIL: server did not start"; cat "$T/serve.err"; }
 }
 unserve() { kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; pid=; }
+# page_test FILE TEST: serves FILE and runs the page test TEST.mjs on it;
+# rc=1 when either fails.
+page_test() {
+    serve "$1"
+    if [ -n "$port" ]; then
+        timeout -k 5 120 node "$here/$2.mjs" "http://127.0.0.1:$port/" "$out" "$CHROMIUM" || rc=1
+    else
+        rc=1
+    fi
+    unserve
+}
 
 if ! timeout -k 5 90 mpirun --oversubscribe -n 4 "$H" -o "$T/run.db" "$SYN" --steps 8 --straggler 2:20 \
         >"$T/run.log" 2>&1; then
@@ -54,15 +66,28 @@ unserve
 # GPU memory rows, on the device fixture of 4 ranks' memory events.
 src=$(cd "$here/../.." && pwd)
 if "$H" ingest -q -o "$T/memory.db" "$src/tests/fixtures/gpu/memory4"; then
-    serve "$T/memory.db"
-    if [ -n "$port" ]; then
-        timeout -k 5 120 node "$here/memory.test.mjs" "http://127.0.0.1:$port/" "$out" "$CHROMIUM" || rc=1
-    else
-        rc=1
-    fi
-    unserve
+    page_test "$T/memory.db" memory.test
 else
     echo "FAIL: could not ingest the memory fixture"; rc=1
+fi
+
+# Capture windows, on the live device fixture of 4 ranks with the counters
+# live capture writes when CUPTI detaches and a capture window runs (times
+# from the first slice; windows.test.mjs lists them).
+zcat "$src/tests/fixtures/gpu/memory4_live.db.gz" > "$T/windows.db"
+O=$(sqlite3 "$T/windows.db" 'SELECT min(ts) FROM slices')
+if sqlite3 "$T/windows.db" "
+INSERT INTO strings (id, str) SELECT max(id) + 1, 'htamerge/cupti recording' FROM strings;
+INSERT INTO strings (id, str) SELECT max(id) + 1, 'htamerge/capture window' FROM strings;
+WITH n(paused, id) AS (SELECT 1, id FROM strings WHERE str = 'htamerge/cupti recording' UNION ALL
+                       SELECT 0, id FROM strings WHERE str = 'htamerge/capture window'),
+     v(rank, paused, ms, value) AS (VALUES (0, 0, 1000, 1), (0, 0, 2500, 0), (1, 1, 2000, 0), (1, 1, 4000, 1),
+                                           (1, 0, 5000, 1), (2, 1, 5500, 0))
+INSERT INTO counters (rank, device, name, ts, value)
+SELECT v.rank, -1, n.id, $O + v.ms * 1000000, v.value FROM v JOIN n USING (paused);"; then
+    page_test "$T/windows.db" windows.test
+else
+    echo "FAIL: could not add capture windows to the live memory fixture"; rc=1
 fi
 
 # --serve-linger: rank 0 stops serving the finished file on its own, and

@@ -24,6 +24,7 @@ export const api = {
   timeline: (params) => call(`/api/timeline?${new URLSearchParams(params)}`),
   heatmap: (params) => call(`/api/heatmap?${new URLSearchParams(params)}`),
   counters: (params) => call(`/api/counters?${new URLSearchParams(params)}`),
+  windows: (params) => call(`/api/windows?${new URLSearchParams(params)}`),
   search: (q) => call(`/api/search?${new URLSearchParams({ q })}`),
   slice: (id) => call(`/api/slice/${id}`),
   collective: (id) => call(`/api/collective/${id}`),

@@ -178,7 +178,7 @@ async function main() {
   const $ = (id) => document.getElementById(id);
   const timeline = views.timeline = new Timeline({
     canvas: $('tl'), spacer: $('tl-spacer'), wrap: $('tl-wrap'), details: $('details'), range: $('tl-range'),
-    expandButton: $('tl-expand'), onError: showError,
+    expandButton: $('tl-expand'), legend: $('tl-legend'), tip: $('tl-tip'), onError: showError,
   });
   views.heat = new HeatMap({
     canvas: $('heat'), tip: $('heat-tip'), legend: $('heat-legend'), onError: showError,

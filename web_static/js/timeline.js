@@ -15,7 +15,10 @@
 // skew and late rank. The critical path of the step in view (P, or the
 // toolbar's button) is drawn as a bar in each rank's header band where that
 // rank's work or a collective's transfer is on it, with a line where the
-// path moves from one rank to another.
+// path moves from one rank to another. Capture windows (timeline_windows.js)
+// are drawn over the rows they concern: a grey hatched band where the GPU
+// was not recorded, a teal bar where a full capture ran; hovering one names
+// it, and the legend lists them once a run has any.
 // State a test can read is mirrored on the canvas's data attributes.
 import { api } from './api.js';
 import { dur, rankList } from './fmt.js';
@@ -23,6 +26,7 @@ import { Rows, GUTTER, AXIS, HEAD, STRIP } from './timeline_rows.js';
 import { ViewData } from './timeline_data.js';
 import { paintGroup, paintStrip, paintMembers, paintHighlightLines, paintPath, paintAxis } from './timeline_paint.js';
 import { showNothing, showSlice, showNvtx, showPath } from './timeline_details.js';
+import { paintGroupWindows, paintStripWindows, tipAt } from './timeline_windows.js';
 
 const MIN_SPAN = 1000;    // ns: the closest zoom
 const MAX_SIDE = 32767;   // device px: the most Chromium draws of a canvas side
@@ -31,8 +35,8 @@ const PREFETCH = 0.5;     // viewport heights of strips fetched above and below 
 const EXPAND_PATH_RANKS = 8;   // a critical path over at most this many ranks expands them
 
 export class Timeline {
-  constructor({ canvas, spacer, wrap, details, range, expandButton, onError }) {
-    Object.assign(this, { canvas, spacer, wrap, details, range, expandButton, onError });
+  constructor({ canvas, spacer, wrap, details, range, expandButton, legend, tip, onError }) {
+    Object.assign(this, { canvas, spacer, wrap, details, range, expandButton, legend, tip, onError });
     this.ctx = canvas.getContext('2d');
     this.rows = new Rows();
     this.data = new ViewData();
@@ -40,6 +44,7 @@ export class Timeline {
     this.span = 1;
     this.gen = 0;                 // bumped when the run changes: every answer so far is stale
     this.hits = [];               // drawn slices and NVTX ranges, for clicks
+    this.tips = [];               // drawn capture windows, for the hover tooltip
     this.hl = null;               // highlighted collective instance
     this.nvSel = null;            // selected stitched NVTX range (/api/nvtx answer)
     this.path = null;             // the drawn critical path (/api/path/{step} answer)
@@ -255,7 +260,7 @@ export class Timeline {
     const c = this.ctx, top = this.wrap.scrollTop, { t0, t1 } = this.view, pw = this.plotWidth();
     const scale = pw / (t1 - t0);
     const f = { c, t0, t1, pw, scale, top, width: this.cssWidth, height: this.cssHeight,
-      x: (t) => GUTTER + (t - t0) * scale, hits: [], slices: 0, nvtx: 0, strips: 0, memory: 0,
+      x: (t) => GUTTER + (t - t0) * scale, hits: [], tips: [], slices: 0, nvtx: 0, strips: 0, memory: 0, paused: 0, capture: 0,
       hl: this.hl, selected: this.selected, nvSel: this.nvSel && this.nvSel.id };
     c.setTransform(this.dpr, 0, 0, this.dpr, 0, -top * this.dpr);   // content pixels from here on
     c.imageSmoothingEnabled = false;   // strips: a cell's colour, not a blur of its neighbours
@@ -263,19 +268,29 @@ export class Timeline {
     const [i0, i1] = this.rows.band(top + AXIS, top + f.height);
     for (let i = i0; i < i1; i++) {
       const g = this.rows.groups[i];
-      if (this.rows.isExpanded(g)) { paintGroup(f, g, this.data.detail.get(g.rank)); continue; }
-      paintStrip(f, g, this.data.summary.get(g.rank));
+      if (this.rows.isExpanded(g)) {
+        const e = this.data.detail.get(g.rank);
+        paintGroup(f, g, e);
+        paintGroupWindows(f, g, e && e.windows);
+        continue;
+      }
+      const s = this.data.summary.get(g.rank);
+      paintStrip(f, g, s);
+      paintStripWindows(f, g, s && s.windows);
       if (this.hl) paintMembers(f, this.hl.byRank.get(g.rank), g.y + 1, STRIP - 2);
     }
     paintHighlightLines(f);
     if (this.path) paintPath(f, this.path, this.rows);
     paintAxis(f);
     this.hits = f.hits;
+    this.tips = f.tips;
+    if (this.legend) this.legend.hidden = !this.data.sawWindows;
     this.range.textContent = `${dur(t0)} to ${dur(t1)} (${dur(t1 - t0)} shown)`;
     const ds = this.canvas.dataset;
     Object.assign(ds, {
       t0: String(Math.round(t0)), t1: String(Math.round(t1)), slices: String(f.slices), nvtx: String(f.nvtx),
       nvtxGroups: String(this.rows.nvtxGroups()), memoryRows: String(this.rows.memoryRows()), memoryDrawn: String(f.memory),
+      pausedDrawn: String(f.paused), captureDrawn: String(f.capture),
       visibleRanks: rankList(this.rows.groups.slice(i0, i1).map((g) => g.rank)), top: String(Math.round(top)),
       drawMs: (performance.now() - start).toFixed(1),
     });
@@ -298,6 +313,8 @@ export class Timeline {
       this.drag = { x0: e.clientX, t0: this.view.t0, t1: this.view.t1, moved: false, cx: e.clientX - r.left, cy: e.clientY - r.top };
       cv.classList.add('dragging');
     });
+    cv.addEventListener('mousemove', (e) => this.hover(e));
+    cv.addEventListener('mouseleave', () => this.hover(null));
     window.addEventListener('mousemove', (e) => {
       if (!this.drag) return;
       const dx = e.clientX - this.drag.x0;
@@ -316,6 +333,19 @@ export class Timeline {
     this.wrap.addEventListener('scroll', () => { this.draw(); this.refresh(); });
     this.wrap.addEventListener('keydown', (e) => this.key(e));
     window.addEventListener('resize', () => { this.maxH = 0; this.draw(); this.refresh(); });
+  }
+
+  // The tooltip of the capture window under the pointer (e null: none).
+  hover(e) {
+    if (!this.tip) return;
+    const r = this.canvas.getBoundingClientRect();
+    const t = e && !this.drag ? tipAt(this.tips, e.clientX - r.left, e.clientY - r.top) : null;
+    this.tip.hidden = !t;
+    this.canvas.dataset.tip = t ? t.text : '';
+    if (!t) return;
+    this.tip.textContent = t.text;
+    this.tip.style.left = `${Math.min(e.clientX + 12, window.innerWidth - this.tip.offsetWidth - 4)}px`;
+    this.tip.style.top = `${e.clientY + 14}px`;
   }
 
   key(e) {

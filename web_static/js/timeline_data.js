@@ -1,7 +1,8 @@
 // What the timeline draws, fetched only for the ranks in or near view: the
 // slices and NVTX ranges of expanded ranks (/api/timeline, at most 16 ranks
 // a request, which is all the server takes) and the activity strips of
-// collapsed ones (/api/heatmap, one row per rank). Answers are kept per
+// collapsed ones (/api/heatmap, one row per rank), and for both the capture
+// windows (/api/windows: GPU not recorded, full capture). Answers are kept per
 // rank under the key of the view they were asked for; an entry of an older
 // view is still drawn until its replacement arrives, so zooming and
 // scrolling never blank a row, and answers that come back after the view
@@ -16,10 +17,11 @@ const HEAT_COLS = 2048;
 
 export class ViewData {
   constructor() {
-    this.detail = new Map();    // rank -> {key, ans, tracks: Map(track id -> track answer), nvtx: [...]}
-    this.summary = new Map();   // rank -> {key, t0, t1, img, row}
+    this.detail = new Map();    // rank -> {key, ans, tracks: Map(track id -> track answer), nvtx: [...], windows}
+    this.summary = new Map();   // rank -> {key, t0, t1, img, row, windows}
     this.asked = new Set();     // `${key}|${d or s}${rank}` in flight
     this.key = '';
+    this.sawWindows = false;    // some answer had capture windows: the legend shows them
   }
 
   // Asks for what view `key` lacks: details of detailRanks, summaries of
@@ -55,13 +57,26 @@ export class ViewData {
     try { return await request(); } finally { for (const r of ranks) this.asked.delete(`${key}|${kind}${r}`); }
   }
 
-  // Slices and NVTX ranges, and beside them the GPU memory counters of the
-  // same ranks and view (the memory rows).
+  // An /api/windows answer by rank (a rank without windows: none in the map).
+  windowsOf(ans) {
+    const m = new Map();
+    for (const w of ans.windows) {
+      if (!m.has(w.rank)) m.set(w.rank, []);
+      m.get(w.rank).push(w);
+    }
+    if (m.size) this.sawWindows = true;
+    return m;
+  }
+
+  // Slices and NVTX ranges, and beside them the GPU memory counters and the
+  // capture windows of the same ranks and view (the memory rows, the bands).
   async loadDetail(key, view, ranks) {
     const params = { ...view, ranks: rankList(ranks) };
-    const [ans, mem] = await this.ask(key, 'd', ranks, () => Promise.all([api.timeline(params), api.counters(params)]));
+    const [ans, mem, win] = await this.ask(key, 'd', ranks,
+      () => Promise.all([api.timeline(params), api.counters(params), api.windows(params)]));
     if (key !== this.key) return [];
-    const per = new Map(ranks.map((r) => [r, { key, ans, tracks: new Map(), nvtx: [], memory: [], mem }]));
+    const wins = this.windowsOf(win);
+    const per = new Map(ranks.map((r) => [r, { key, ans, tracks: new Map(), nvtx: [], memory: [], mem, windows: wins.get(r) }]));
     for (const t of ans.tracks) if (per.has(t.rank)) per.get(t.rank).tracks.set(t.id, t);
     for (const r of ans.nvtx || []) if (per.has(r[0])) per.get(r[0]).nvtx.push(r);
     for (const s of mem.series) if (s.device >= 0 && per.has(s.rank)) per.get(s.rank).memory.push(s);
@@ -71,10 +86,12 @@ export class ViewData {
 
   async loadSummary(key, view, ranks) {
     const params = { t0: view.t0, t1: view.t1, cols: Math.min(HEAT_COLS, view.px), ranks: rankList(ranks), rows: ranks.length };
-    const ans = await this.ask(key, 's', ranks, () => api.heatmap(params));
+    const [ans, win] = await this.ask(key, 's', ranks,
+      () => Promise.all([api.heatmap(params), api.windows({ ...view, ranks: params.ranks })]));
     if (key !== this.key) return [];
     const img = heatImage(decodeCells(ans.cells), ans.rows.length, ans.cols), t1 = ans.t0 + ans.cols * ans.col_ns;
-    ans.rows.forEach(([first], row) => this.summary.set(first, { key, t0: ans.t0, t1, img, row }));
+    const wins = this.windowsOf(win);
+    ans.rows.forEach(([first], row) => this.summary.set(first, { key, t0: ans.t0, t1, img, row, windows: wins.get(first) }));
     return [];
   }
 }
