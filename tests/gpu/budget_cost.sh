@@ -13,7 +13,7 @@
 # Writes OUT/budget.jsonl (one line per run) and the summaries of each
 # database (budget_summary.py).
 #
-# usage: tests/gpu/budget_cost.sh CARRY OUT REPS   (CARRY/wlm holds the example)
+# usage: [MODES="plain default"] tests/gpu/budget_cost.sh CARRY OUT REPS   (CARRY/wlm holds the example)
 set -u
 C=$(realpath "${1:?carry}"); O=$(realpath "${2:?out}"); REPS=${3:?reps}
 T=$(dirname "$(realpath "$0")")
@@ -36,7 +36,7 @@ mean_heavy() {
 
 for rep in $(seq 1 "$REPS"); do
     for loop in lstm heavy; do
-        for mode in plain default all; do
+        for mode in ${MODES:-plain default all}; do
             rm -f "$W/c.db"
             case $loop in lstm) prog=("${LSTM[@]}"); cd "$C/wlm" ;; heavy) prog=("${HEAVY[@]}"); cd "$W" ;; esac
             case $mode in
@@ -46,7 +46,7 @@ for rep in $(seq 1 "$REPS"); do
             esac
             [ "$mode" != plain ] && [ "${prog[0]}" = python3 ] && export HTAMERGE_PYTHON=python3
             start=$(date +%s.%N)
-            "${cmd[@]}" >"$W/out.log" 2>&1
+            timeout 150 "${cmd[@]}" >"$W/out.log" 2>&1
             rc=$?
             wall=$(awk "BEGIN {print $(date +%s.%N) - $start}")
             m=$([ $loop = lstm ] && mean_lstm "$W/out.log" || mean_heavy "$W/out.log")
