@@ -6,9 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CALIBRATE_NS_MIN 1000000000LL  /* attached time before a first estimate */
+#define CALIBRATE_NS_MIN 500000000LL   /* attached time before a first estimate */
 #define NO_CUPTI_NS 5000000000LL       /* no records by then: nothing to budget */
-#define REPLAN_NS 5000000000LL         /* re-estimates at most this often */
+#define REPLAN_NS 2000000000LL         /* re-estimates at most this often */
+#define AB_MIN 16                      /* steps of each kind before A/B is believed */
 #define RATE_SAMPLE_NS 300000000LL     /* attached time one rate sample needs */
 #define WINDOW_S 0.5     /* a window's length: enough steps to look at */
 #define LEAD_S 0.3       /* a plan reaches every rank well within this */
@@ -37,6 +38,7 @@ void cap_budget_init(struct cap_budget *b, const struct cap_budget_opts *o, int6
         b->o.switch_ns = 2000000;
     b->started_ns = b->last_ns = now_ns;
     b->rate = -1;
+    b->ab = -1;
     b->plan.budget_pct = o->capture_all ? 0 : o->budget_pct;
     b->plan.mode = HM_CAPTURE_UNSET;
 }
@@ -159,6 +161,13 @@ int cap_budget_tick(struct cap_budget *b, const struct hm_capture_progress *pr, 
     }
     b->decided_ns = now_ns;
     b->cost = b->rate * (double)b->o.record_ns / 1e9;
+    /* Measured beats modelled: steps of the same run with CUPTI attached
+     * against detached (the hooks' medians, switches left out). */
+    b->ab = -1;
+    if (pr->ab_on_n >= AB_MIN && pr->ab_off_n >= AB_MIN && pr->ab_off_ns > 0) {
+        b->ab = (double)pr->ab_on_ns / (double)pr->ab_off_ns - 1.0;
+        b->cost = b->ab > 0.001 ? b->ab : 0.001;
+    }
     /* Steps became known after a plan in time: windows move to steps. */
     int want_steps = pr->steps_seen >= 2 && pr->step_ns > 0;
     if (b->plan.mode == HM_CAPTURE_TIME && want_steps && b->cost > b->o.budget_pct / 100.0)
@@ -220,9 +229,12 @@ int cap_budget_request_done(const struct cap_budget *b, const struct hm_capture_
 void cap_budget_describe(const struct cap_budget *b, char *buf, size_t len)
 {
     const struct hm_capture_plan *p = &b->plan;
-    char est[96] = "";
+    char est[160] = "";
 
-    if (b->rate >= 0)
+    if (b->rate >= 0 && b->ab >= 0)
+        snprintf(est, sizeof est, " (CUPTI %.1f %% while attached, measured on steps with and without it; "
+                 "%.0f records/s; budget %.3g %%)", b->ab * 100.0, b->rate, b->o.budget_pct);
+    else if (b->rate >= 0)
         snprintf(est, sizeof est, " (CUPTI est. %.1f %% while attached, %.0f records/s; budget %.3g %%)",
                  b->cost * 100.0, b->rate, b->o.budget_pct);
     switch (p->mode) {

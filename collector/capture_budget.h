@@ -6,8 +6,11 @@
  *
  * The cost of CUPTI while attached is estimated as records per attached
  * second times a calibrated cost per record (per-kernel instrumentation is
- * what CUPTI costs on Hopper), plus the program time each attach and detach
- * took, as the injection library measured it. The plan records everything
+ * what CUPTI costs on Hopper) until it can be measured: once windows of
+ * steps run, the Python hooks report the median step with CUPTI attached
+ * and detached, and their ratio replaces the estimate. The program time
+ * each attach and detach took, as the injection library measured it, is
+ * counted too. The plan records everything
  * when that fits the budget, else windows of whole steps (or of time, when
  * no steps are known) at the duty cycle that does. No MPI, no clock reads:
  * the caller passes the time. */
@@ -36,6 +39,7 @@ struct cap_budget {
     int64_t last_ns, started_ns, decided_ns;
     double rate;                      /* CUPTI records per attached second; < 0 unknown */
     double cost;                      /* estimated cost while attached, fraction */
+    double ab;                        /* measured: attached steps' median / detached's - 1; < 0 none */
     int have_last;
 };
 

@@ -13,6 +13,8 @@ struct area {
     _Atomic int64_t plan[PLAN_WORDS];     /* word copies: no torn 8-byte values */
     _Atomic int64_t step_now, step_ns, steps_seen;
     _Atomic int64_t cupti_records, cupti_attached_ns, cupti_switches, cupti_switch_ns;
+    _Atomic uint64_t ab_gen;              /* seqlock of the four below (one writer: the hooks) */
+    _Atomic int64_t ab[4];
 };
 _Static_assert(sizeof(struct hm_capture_plan) % 8 == 0, "plan is 8-byte words");
 _Static_assert(sizeof(struct area) <= HM_CAPTURE_AREA_BYTES, "area fits");
@@ -78,6 +80,19 @@ void hm_capture_progress_switch(void *area, int64_t ns)
     atomic_fetch_add_explicit(&a->cupti_switches, 1, memory_order_relaxed);
 }
 
+void hm_capture_progress_ab(void *area, int64_t on_ns, int64_t on_n, int64_t off_ns, int64_t off_n)
+{
+    struct area *a = area;
+    int64_t v[4] = {on_ns, on_n, off_ns, off_n};
+    uint64_t g = atomic_load_explicit(&a->ab_gen, memory_order_relaxed);
+
+    atomic_store_explicit(&a->ab_gen, g + 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    for (int i = 0; i < 4; i++)
+        atomic_store_explicit(&a->ab[i], v[i], memory_order_relaxed);
+    atomic_store_explicit(&a->ab_gen, g + 2, memory_order_release);
+}
+
 void hm_capture_progress_get(const void *area, struct hm_capture_progress *pr)
 {
     const struct area *a = area;
@@ -88,6 +103,19 @@ void hm_capture_progress_get(const void *area, struct hm_capture_progress *pr)
     pr->cupti_attached_ns = atomic_load_explicit(&a->cupti_attached_ns, memory_order_relaxed);
     pr->cupti_switches = atomic_load_explicit(&a->cupti_switches, memory_order_relaxed);
     pr->cupti_switch_ns = atomic_load_explicit(&a->cupti_switch_ns, memory_order_relaxed);
+    for (;;) {   /* the four medians belong together */
+        uint64_t g0 = atomic_load_explicit(&a->ab_gen, memory_order_acquire);
+        int64_t v[4];
+        if (g0 & 1)
+            continue;
+        for (int i = 0; i < 4; i++)
+            v[i] = atomic_load_explicit(&a->ab[i], memory_order_relaxed);
+        atomic_thread_fence(memory_order_acquire);
+        if (atomic_load_explicit(&a->ab_gen, memory_order_relaxed) == g0) {
+            pr->ab_on_ns = v[0], pr->ab_on_n = v[1], pr->ab_off_ns = v[2], pr->ab_off_n = v[3];
+            break;
+        }
+    }
 }
 
 static int requested_step(const struct hm_capture_plan *p, int64_t s)

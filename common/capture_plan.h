@@ -50,6 +50,10 @@ struct hm_capture_progress {
     int64_t cupti_attached_ns; /* the injection library: time CUPTI was attached so far */
     int64_t cupti_switches;  /* the injection library: attaches and detaches for windows */
     int64_t cupti_switch_ns; /* the injection library: program time they took */
+    /* The hooks: median duration of recent whole steps with CUPTI attached
+     * and detached under a plan of steps (steps with a switch left out),
+     * and how many steps each median is of: the measured A/B cost. */
+    int64_t ab_on_ns, ab_on_n, ab_off_ns, ab_off_n;
 };
 
 /* Bytes of control area the plan and progress need (hm_ring_control_area
@@ -67,6 +71,8 @@ uint64_t hm_capture_plan_get(const void *area, struct hm_capture_plan *p);
 /* Progress: the writers' stores and the collector's read. */
 void hm_capture_progress_step(void *area, int64_t step_now, int64_t step_ns);
 void hm_capture_progress_cupti(void *area, int64_t records, int64_t attached_ns);
+/* The hooks' A/B step medians (see struct hm_capture_progress). */
+void hm_capture_progress_ab(void *area, int64_t on_ns, int64_t on_n, int64_t off_ns, int64_t off_n);
 /* One attach or detach for a window took ns of the program's time. */
 void hm_capture_progress_switch(void *area, int64_t ns);
 void hm_capture_progress_get(const void *area, struct hm_capture_progress *pr);

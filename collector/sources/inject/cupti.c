@@ -777,7 +777,7 @@ static void *drain_main(void *arg)
 {
     struct inj *g = arg;
     struct inj_cupti *c = g->cupti;
-    int64_t flushed = mono_ms();
+    int64_t flushed = mono_ms(), said = flushed, flush_ms = 0;
 
     pthread_mutex_lock(&c->mu);
     while (!c->stop) {
@@ -801,8 +801,26 @@ static void *drain_main(void *arg)
         pthread_mutex_unlock(&c->win_mu);
         publish_progress(g, c);
         if (mono_ms() - flushed >= FLUSH_MS && atomic_load(&c->wstate) == WIN_ATTACHED) {
+            int64_t t0 = mono_ms();
             c->cuptiActivityFlushAll(0);   /* completes buffers on this thread: mu not held */
             flushed = mono_ms();
+            flush_ms = flushed - t0;
+        }
+        if (g->debug && mono_ms() - said >= 1000) {
+            /* Once a second: what a stalled program would want to know. */
+            int out = 0;
+            size_t pooled;
+            pthread_mutex_lock(&c->mu);
+            for (int i = 0; i < MAX_OUT; i++)
+                out += c->out[i] != NULL;
+            pthread_mutex_unlock(&c->mu);
+            pthread_mutex_lock(&c->pool.mu);
+            pooled = c->pool.nfree;
+            pthread_mutex_unlock(&c->pool.mu);
+            inj_debug(g, "CUPTI: %d buffers with CUPTI, %zu pooled, %llu pool misses, %lld records, state %d, "
+                         "last flush %lld ms", out, pooled, (unsigned long long)atomic_load(&c->pool.misses),
+                      (long long)atomic_load(&c->nrecords), atomic_load(&c->wstate), (long long)flush_ms);
+            said = mono_ms();
         }
         pthread_mutex_lock(&c->mu);
     }

@@ -146,6 +146,8 @@ def install():
         lib.hmpy_plan.restype = ctypes.c_uint64
         lib.hmpy_step_begun.argtypes = [i64, i64]
         lib.hmpy_step_begun.restype = None
+        lib.hmpy_step_ab.argtypes = [i64, i64, i64, i64]
+        lib.hmpy_step_ab.restype = None
         if lib.hmpy_attach() != 0:
             _disable("cannot attach to the ring %s" % os.environ.get("HTAMERGE_RING"))
             return
@@ -284,6 +286,15 @@ class _Capture:
     req = 0             # the request being recorded, 0: none
     prof = None         # torch's profiler during a requested capture on the CPU
     mark_ns = 0
+    # A/B: each step's CUPTI state under a plan of steps (1 attached, 0
+    # detached; none when the state changed at its start, whose switch
+    # would count), and the recent durations of each, whose medians rank 0
+    # compares for CUPTI's measured cost.
+    state_of = {}
+    durs = ([], [])
+    AB_KEEP, AB_EVERY = 64, 16
+    ab_new = 0
+    switched_at = None
 
     @classmethod
     def boundary(cls, step, t):
@@ -300,7 +311,14 @@ class _Capture:
         if p.mode == _STEPS_MODE:
             win = (p.period_steps > 0 and step >= p.base_step
                    and (step - p.base_step) % p.period_steps < p.on_steps)
+            before = cls.cupti
             cls.cupti_word(win or req)
+            if before != cls.cupti:
+                cls.switched_at = step   # this step pays the switch: no A/B sample
+            if cls.cupti is not None and cls.switched_at != step and not cls.no_cupti:
+                if len(cls.state_of) > 8:
+                    cls.state_of.clear()
+                cls.state_of[step] = 1 if cls.cupti else 0
         elif req or cls.cupti:
             cls.cupti_word(req)
         if req and cls.req != p.req_id:
@@ -308,6 +326,23 @@ class _Capture:
             cls.begin_request(p.req_id, t)
         elif not req and cls.req:
             cls.end_request(t)
+
+    @classmethod
+    def step_done(cls, step, dur):
+        """Step `step` took dur ns: one more A/B sample when its CUPTI
+        state held throughout."""
+        st = cls.state_of.pop(step, None)
+        if st is None or dur <= 0:
+            return
+        d = cls.durs[st]
+        d.append(dur)
+        if len(d) > cls.AB_KEEP:
+            del d[0]
+        cls.ab_new += 1
+        if cls.ab_new >= cls.AB_EVERY and cls.durs[0] and cls.durs[1]:
+            cls.ab_new = 0
+            on, off = sorted(cls.durs[1]), sorted(cls.durs[0])
+            _lib.hmpy_step_ab(on[len(on) // 2], len(on), off[len(off) // 2], len(off))
 
     @classmethod
     def cupti_word(cls, on):
@@ -495,6 +530,7 @@ class _Steps:
         end, cls.pending_end = cls.pending_end, None
         start = cls.step_start if cls.step_start is not None else end
         _range("step", start, end, 0, '{"domain":"%s","step":%d}' % (_DOMAIN, cls.step_no))
+        _Capture.step_done(cls.step_no, end - start)
         cls.step_no += 1
         cls.step_start = end
         cls.bwd_in_step = False

@@ -153,3 +153,11 @@ HMPY_API int hmpy_slice(int64_t ts, int64_t dur, int64_t tid, int32_t pid, uint3
 
     return g_ring ? hm_ring_write(g_ring, HM_RING_SLICE, &r, sizeof r) : -1;
 }
+
+/* The hooks' A/B medians: recent steps with CUPTI attached and detached
+ * (struct hm_capture_progress), for rank 0's cost estimate. */
+HMPY_API void hmpy_step_ab(int64_t on_ns, int64_t on_n, int64_t off_ns, int64_t off_n)
+{
+    if (g_ring)
+        hm_capture_progress_ab(hm_ring_control_area(g_ring), on_ns, on_n, off_ns, off_n);
+}

@@ -52,7 +52,7 @@ static void test_cheap_records_all(void)
     int64_t now = 0;
 
     cap_budget_init(&b, &o, now);
-    CHECK_EQ_INT(feed(&b, &pr, &now, 0.5, 2000, 0), 0);   /* still measuring */
+    CHECK_EQ_INT(feed(&b, &pr, &now, 0.4, 2000, 0), 0);   /* still measuring */
     CHECK_EQ_INT(feed(&b, &pr, &now, 1.0, 2000, 0), 1);   /* 2000/s x 3 us = 0.6 % */
     CHECK_EQ_INT(b.plan.mode, HM_CAPTURE_ALL);
     CHECK_NEAR(b.cost, 0.006, 0.0005);
@@ -82,6 +82,32 @@ static void test_costly_steps_windows(void)
     CHECK_EQ_INT(feed(&b, &pr, &now, 6, 100000, 25000000), 1);
     CHECK(b.plan.period_steps > old);
     CHECK(plan_cost(&b, 0.025, 0.002) <= 0.0201);
+}
+
+/* The A/B medians replace the estimate: a cheaper CUPTI than modelled
+ * widens the windows, a dearer one narrows them. */
+static void test_measured_cost(void)
+{
+    struct cap_budget b;
+    struct cap_budget_opts o = {.budget_pct = 2, .record_ns = 3000, .switch_ns = 2000000};
+    struct hm_capture_progress pr = {.step_now = -1};
+    int64_t now = 0;
+
+    cap_budget_init(&b, &o, now);
+    CHECK_EQ_INT(feed(&b, &pr, &now, 1.5, 50000, 25000000), 1);   /* est. 15 % */
+    int64_t period = b.plan.period_steps;
+    pr.ab_on_ns = 26250000, pr.ab_on_n = 20, pr.ab_off_ns = 25000000, pr.ab_off_n = 40;   /* 5 % */
+    CHECK_EQ_INT(feed(&b, &pr, &now, 6, 50000, 25000000), 1);
+    CHECK_NEAR(b.ab, 0.05, 1e-9);
+    CHECK_NEAR(b.cost, 0.05, 1e-9);
+    CHECK(b.plan.period_steps < period);
+    CHECK(plan_cost(&b, 0.025, 0.002) <= 0.0201);
+    char line[300];
+    cap_budget_describe(&b, line, sizeof line);
+    CHECK_CONTAINS(line, "measured on steps with and without it");
+    pr.ab_on_n = 10;   /* too few: the model again */
+    CHECK_EQ_INT(feed(&b, &pr, &now, 6, 50000, 25000000), 1);
+    CHECK_NEAR(b.cost, 0.15, 0.01);
 }
 
 static void test_time_then_steps(void)
@@ -167,6 +193,7 @@ int main(void)
 {
     test_cheap_records_all();
     test_costly_steps_windows();
+    test_measured_cost();
     test_time_then_steps();
     test_no_cupti();
     test_capture_all();
