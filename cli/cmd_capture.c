@@ -12,8 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -118,58 +116,37 @@ static int pick_job(const char *db, struct job_ref *out)
 
 static int talk(const struct job_ref *j, const char *request, int wait)
 {
-    struct sockaddr_un un = {.sun_family = AF_UNIX};
-    char path[108], buf[1024];
-    size_t n = 0;
+    struct hm_control_reader r = {0};
+    char path[108], line[1024];
     int fd, rc = 1;
 
     if (hm_control_sock_path(path, sizeof path, j->pid) != 0)
         return 2;
-    snprintf(un.sun_path, sizeof un.sun_path, "%s", path);
-    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0 || connect(fd, (struct sockaddr *)&un, sizeof un) != 0) {
+    if ((fd = hm_control_send(path, request)) < 0) {
         hm_say("capture: cannot reach the job (pid %d) at %s: %s", j->pid, path, strerror(errno));
-        if (fd >= 0)
-            close(fd);
-        return 1;
-    }
-    if (write(fd, request, strlen(request)) != (ssize_t)strlen(request)) {
-        hm_say("capture: cannot send the request: %s", strerror(errno));
-        close(fd);
         return 1;
     }
     for (;;) {
-        ssize_t k = read(fd, buf + n, sizeof buf - 1 - n);
+        int k = hm_control_read_line(fd, &r, line, sizeof line, -1);
         if (k <= 0) {
             if (rc != 0 || wait)
                 hm_say("capture: the job (pid %d) closed the connection", j->pid);
             break;
         }
-        n += (size_t)k;
-        buf[n] = 0;
-        char *nl;
-        while ((nl = strchr(buf, '\n'))) {
-            *nl = 0;
-            if (!strncmp(buf, "ok ", 3)) {
-                printf("%s\n", buf + 3);
-                rc = 0;
-                if (!wait)
-                    goto out;
-            } else if (!strncmp(buf, "done ", 5)) {
-                printf("%s\n", buf + 5);
-                goto out;
-            } else {
-                hm_say("capture: %s", !strncmp(buf, "error ", 6) ? buf + 6 : buf);
-                rc = 1;
-                goto out;
-            }
-            n -= (size_t)(nl + 1 - buf);
-            memmove(buf, nl + 1, n + 1);
+        if (!strncmp(line, "ok ", 3)) {
+            printf("%s\n", line + 3);
+            rc = 0;
+            if (!wait)
+                break;
+        } else if (!strncmp(line, "done ", 5)) {
+            printf("%s\n", line + 5);
+            break;
+        } else {
+            hm_say("capture: %s", !strncmp(line, "error ", 6) ? line + 6 : line);
+            rc = 1;
+            break;
         }
-        if (n == sizeof buf - 1)
-            n = 0;
     }
-out:
     fflush(stdout);
     close(fd);
     return rc;

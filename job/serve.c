@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/control_socket.h"
 #include "common/monotime.h"
 #include "job_int.h"
 
@@ -25,12 +26,16 @@ pid_t job_start_server(const char *db, const char *addr)
         return -1;
     self[n] = '\0';
     pid_t parent = getpid();
+    char sock[108];
+    int have_sock = hm_control_sock_path(sock, sizeof sock, parent) == 0;
     pid = fork();
     if (pid == 0) {
         /* The server ends with rank 0, however rank 0 ends (even killed). */
         prctl(PR_SET_PDEATHSIG, SIGTERM);
         if (getppid() != parent)
             _exit(0);
+        if (have_sock)   /* POST /api/capture forwards there */
+            setenv("HTAMERGE_CAPTURE_SOCKET", sock, 1);
         execl(self, self, "serve", db, "--listen", addr, (char *)NULL);
         _exit(127);
     }

@@ -7,6 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "collector/trace_sweep.h"
@@ -31,6 +34,23 @@ void job_sweep_leftovers(void)
                 n == 1 ? "" : "s", trace_parent());
 }
 
+/* A TCP port free on this host now, for torch.distributed's store: a
+ * fixed default (torchrun's 29500) makes two jobs on one node collide.
+ * 29500 if none can be had. */
+static int free_port(void)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY)};
+    socklen_t len = sizeof a;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), port = 29500;
+
+    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+        getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+        port = ntohs(a.sin_port);
+    if (fd >= 0)
+        close(fd);
+    return port;
+}
+
 void job_make_plan(struct job_plan *p, const struct hm_clockhook *hook)
 {
     const char *port = getenv("MASTER_PORT");
@@ -38,7 +58,7 @@ void job_make_plan(struct job_plan *p, const struct hm_clockhook *hook)
     memset(p, 0, sizeof *p);
     /* Far enough ahead that every rank has started its child by then. */
     p->run_start_ns = hm_clock_now(hook) + 500000000;
-    p->master_port = port ? atoi(port) : 29500;
+    p->master_port = port && *port ? atoi(port) : free_port();
     gethostname(p->master_addr, sizeof p->master_addr - 1);
     snprintf(p->trace_root, sizeof p->trace_root, "%s/htamerge-%ld-%lld", trace_parent(),
              (long)getpid(), (long long)(p->run_start_ns / 1000000));

@@ -5,10 +5,12 @@
  * requests, checks who may ask, caches and sends. */
 #include "query_int.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "counters.h"
 #include "heatmap.h"
@@ -20,6 +22,7 @@
 #include "store/columns.h"
 #include "topics.h"
 #include "capture_windows.h"
+#include "common/control_socket.h"
 
 #define API_SQL_ROWS 10000   /* rows a console query returns before "truncated" */
 #define API_SQL_BYTES (16L << 20)   /* and values' bytes (the worker takes answers up to 32 MiB) */
@@ -634,6 +637,48 @@ static int api_path(struct qry_dbh *h, struct qry_call *c, const char *rest)
     return reply_doc(c, doc);
 }
 
+/* POST /api/capture, on the server a live job starts (--serve), which
+ * passes rank 0's control socket in HTAMERGE_CAPTURE_SOCKET: what
+ * `htamerge capture --no-wait` asks, from the browser or a script. The body
+ * is {"steps": N} or {"seconds": S}; the answer says which steps every
+ * rank will record. */
+static int api_capture(struct qry_call *c)
+{
+    const char *sock = getenv("HTAMERGE_CAPTURE_SOCKET");
+    struct hm_control_reader r = {0};
+    const cJSON *steps, *secs;
+    char request[64], line[1024];
+    cJSON *body, *doc;
+    int fd, k;
+
+    if (!sock || !*sock)
+        return reply_error(c, 404, "no running job here: capture needs the server of a live job (--serve)");
+    body = c->body ? cJSON_Parse(c->body) : NULL;
+    steps = cJSON_GetObjectItemCaseSensitive(body, "steps");
+    secs = cJSON_GetObjectItemCaseSensitive(body, "seconds");
+    if (cJSON_IsNumber(steps) && steps->valuedouble >= 1 && steps->valuedouble <= 100000)
+        snprintf(request, sizeof request, "steps %d\n", (int)steps->valuedouble);
+    else if (cJSON_IsNumber(secs) && secs->valuedouble > 0 && secs->valuedouble <= 3600)
+        snprintf(request, sizeof request, "seconds %.6g\n", secs->valuedouble);
+    else
+        request[0] = 0;
+    cJSON_Delete(body);
+    if (!request[0])
+        return reply_error(c, 400, "the body must be {\"steps\": N} (1 to 100000) or {\"seconds\": S} (0 < S <= 3600)");
+    if ((fd = hm_control_send(sock, request)) < 0)
+        return reply_error(c, 503, "the job does not answer at %s: %s", sock, strerror(errno));
+    k = hm_control_read_line(fd, &r, line, sizeof line, 3000);
+    close(fd);
+    if (k <= 0)
+        return reply_error(c, 503, "the job did not answer the request");
+    if (strncmp(line, "ok ", 3) != 0)
+        return reply_error(c, 409, "%s", !strncmp(line, "error ", 6) ? line + 6 : line);
+    doc = cJSON_CreateObject();
+    cJSON_AddBoolToObject(doc, "ok", 1);
+    cJSON_AddStringToObject(doc, "message", line + 3);
+    return reply_doc(c, doc);
+}
+
 /* POST /api/sql: the body is the SQL text, or {"sql": "..."}. */
 static int api_sql(struct qry_dbh *h, struct qry_call *c)
 {
@@ -673,6 +718,8 @@ void qry_api_dispatch(struct qry_dbh *h, struct qry_call *c)
     c->cacheable = false;
     if (!strcmp(p, "sql"))
         c->post ? api_sql(h, c) : reply_error(c, 405, "use POST for /api/sql");
+    else if (!strcmp(p, "capture"))
+        c->post ? api_capture(c) : reply_error(c, 405, "use POST for /api/capture");
     else if (c->post)
         reply_error(c, 405, "use GET for %.100s", c->path);
     else if (!strcmp(p, "run"))

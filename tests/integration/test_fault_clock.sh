@@ -60,7 +60,10 @@ gpu1=$(off 1); steps1=$(offs 1)
 [ "$gpu1" = 0 ] || fail "$gpu1 GPU slices of rank 1 off rank 0's by > 5 ms"
 [ "$steps1" = 0 ] || fail "$steps1 steps of rank 1 off rank 0's by > 5 ms"
 # The step is said on stderr, repaired, and shown by `report clocks`.
-grep -q "warning: rank 1's clock stepped by -50\.[0-9]* ms.*repaired" run.log || fail "the clock step was not reported"
+# The step as measured moves with the load (-49.98 ms once on a busy machine).
+said=$(sed -n "s/.*warning: rank 1's clock stepped by \(-[0-9.]*\) ms.*repaired.*/\1/p" run.log | head -1)
+awk -v s="${said:-0}" 'BEGIN {exit !(s <= -49 && s >= -51)}' ||
+    fail "the clock step was not reported as about -50 ms: '${said}'"
 grep -q "warning: rank 0's clock\|warning: rank 2's clock" run.log && fail "a step reported on a rank without one"
 unc=$(sql1 run.db 'SELECT clock_uncertainty_ns FROM ranks WHERE rank = 1')
 [ -n "$unc" ] && [ "$unc" -lt 5000000 ] || fail "rank 1's clock uncertainty $unc ns still holds the repaired step"

@@ -285,7 +285,7 @@ class _Capture:
     no_cupti = False    # htamerge holds no CUPTI here: requests use torch's profiler
     req = 0             # the request being recorded, 0: none
     prof = None         # torch's profiler during a requested capture on the CPU
-    mark_ns = 0
+    mark_ns = enter_ns = 0
     # A/B: each step's CUPTI state under a plan of steps (1 attached, 0
     # detached; none when the state changed at its start, whose switch
     # would count), and the recent durations of each, whose medians rank 0
@@ -366,6 +366,7 @@ class _Capture:
         torch = _Steps.torch
         try:
             prof = torch.autograd.profiler.profile()
+            cls.enter_ns = _now()
             prof.__enter__()
         except Exception as e:   # e.g. the program's own profiler is running
             sys.stderr.write("htamerge: capture request %d: torch's profiler did not start (%s); "
@@ -386,20 +387,26 @@ class _Capture:
         prof, cls.prof = cls.prof, None
         if prof is not None:
             prof.__exit__(None, None, None)
-            cls.send_ops(prof)
+            t = max(t, _now())   # the window holds all the profiler recorded
+            cls.send_ops(prof, t)
         _lib.hmpy_counter(t, 0.0, _str("htamerge/capture window"), -1)
         cls.req = 0
 
     @classmethod
-    def send_ops(cls, prof):
+    def send_ops(cls, prof, stop_ns):
         """The profiler's CPU ops as slices on their threads, on the hooks'
         clock: times are relative to the profiler's start, so they are
-        placed by the marker range opened at a known time."""
+        placed by the marker range opened at a known time, kept between the
+        profiler's start and stop as this clock saw them."""
         evs = prof.function_events
         mark = next((e for e in evs if e.name == "htamerge/capture start"), None)
-        if mark is None:
+        if mark is None or not evs:
             return
         base = cls.mark_ns - int(mark.time_range.start * 1000)
+        first = min(e.time_range.start for e in evs)
+        last = max(e.time_range.end for e in evs)
+        base = max(base, cls.enter_ns - int(first * 1000))
+        base = min(base, stop_ns - int(last * 1000))
         main, me = mark.thread, _tid()
         for e in evs:
             if e is mark:
