@@ -1,0 +1,89 @@
+"""How the Python hooks carry out a capture plan of steps, without torch or
+a GPU: the hooks module with its ring library and the capture library
+replaced by recorders. Checks the word given to CUPTI at each step
+boundary (attach for the window's steps, detach after, none repeated),
+that steps which contain a switch give no A/B sample, the medians
+published, and that a request of steps forces CUPTI on under a plan in
+time. Exits 1 with the differences on failure.
+
+usage: hooks_plan_check.py HOOKS_DIR"""
+import sys
+
+sys.path.insert(0, sys.argv[1])
+import _htamerge_hooks as h  # noqa: E402
+
+fails = []
+
+
+def check(what, got, want):
+    if got != want:
+        fails.append("%s: got %r, want %r" % (what, got, want))
+
+
+class Ring:
+    def __init__(self, plan):
+        self.plan, self.gen, self.ab, self.counters = plan, 2, None, []
+
+    def hmpy_plan_gen(self):
+        return self.gen
+
+    def hmpy_plan(self, ref):
+        for k, v in self.plan.items():
+            setattr(ref._obj, k, v)
+        return self.gen
+
+    def hmpy_step_ab(self, *a):
+        self.ab = a
+
+    def hmpy_counter(self, ts, value, name, dev):
+        self.counters.append((ts, value))
+
+    def hmpy_string(self, *a):
+        return 7
+
+
+class Inject:
+    def __init__(self):
+        self.words = []
+
+    def htamerge_cupti_record(self, on):
+        self.words.append((self.step, on))
+        return 0
+
+
+def reset(plan):
+    ring, inj = Ring(plan), Inject()
+    h._lib, h._inject = ring, inj
+    C = h._Capture
+    C.gen, C.plan, C.cupti, C.no_cupti, C.req, C.switched_at, C.ab_new = 0, None, None, False, 0, None, 0
+    C.state_of, C.durs = {}, ([], [])
+    return ring, inj, C
+
+
+# Windows of 3 steps in every 6 from step 10: attached steps cost 10 % more.
+ring, inj, C = reset({"id": 1, "mode": 3, "base_step": 10, "on_steps": 3, "period_steps": 6})
+t = 0
+for step in range(0, 80):
+    inj.step = step
+    C.boundary(step, t)
+    dur = 1100 if C.cupti else 1000
+    t += dur
+    C.step_done(step, dur)
+check("first words", inj.words[:5], [(0, 0), (10, 1), (13, 0), (16, 1), (19, 0)])
+check("no word repeated", all(a[1] != b[1] for a, b in zip(inj.words, inj.words[1:])), True)
+check("A/B medians", ring.ab[0::2], (1100, 1000))
+check("A/B: only steps without a switch", ring.ab[1] <= 2 * 12 and ring.ab[3] <= 2 * 12 + 9, True)
+
+# A request of steps 20-21 under a plan in time: CUPTI forced on, then released.
+ring, inj, C = reset({"id": 2, "mode": 2, "on_ms": 500, "period_ms": 5000, "req_id": 1,
+                      "req_from_step": 20, "req_steps": 2})
+for step in range(15, 26):
+    inj.step = step
+    C.boundary(step, step * 1000)
+check("request words", inj.words, [(20, 1), (22, 0)])
+check("capture window counter", ring.counters, [(20000, 1.0), (22000, 0.0)])
+
+if fails:
+    print("\n".join(fails))
+    sys.exit(1)
+print("ok")
