@@ -19,18 +19,40 @@ struct area {
 _Static_assert(sizeof(struct hm_capture_plan) % 8 == 0, "plan is 8-byte words");
 _Static_assert(sizeof(struct area) <= HM_CAPTURE_AREA_BYTES, "area fits");
 
+/* A seqlock over n words: one writer; readers never block the writer and
+ * retry while it is mid-way (a few stores, never a wait). */
+static void seq_write(_Atomic uint64_t *gen, _Atomic int64_t *dst, const int64_t *src, size_t n)
+{
+    uint64_t g = atomic_load_explicit(gen, memory_order_relaxed);
+
+    atomic_store_explicit(gen, g + 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    for (size_t i = 0; i < n; i++)
+        atomic_store_explicit(&dst[i], src[i], memory_order_relaxed);
+    atomic_store_explicit(gen, g + 2, memory_order_release);
+}
+
+static uint64_t seq_read(const _Atomic uint64_t *gen, const _Atomic int64_t *src, int64_t *dst, size_t n)
+{
+    for (;;) {
+        uint64_t g0 = atomic_load_explicit(gen, memory_order_acquire);
+        if (g0 & 1)
+            continue;
+        for (size_t i = 0; i < n; i++)
+            dst[i] = atomic_load_explicit(&src[i], memory_order_relaxed);
+        atomic_thread_fence(memory_order_acquire);
+        if (atomic_load_explicit(gen, memory_order_relaxed) == g0)
+            return g0;
+    }
+}
+
 void hm_capture_plan_put(void *area, const struct hm_capture_plan *p)
 {
     struct area *a = area;
     int64_t w[PLAN_WORDS];
-    uint64_t g = atomic_load_explicit(&a->gen, memory_order_relaxed);
 
     memcpy(w, p, sizeof w);
-    atomic_store_explicit(&a->gen, g + 1, memory_order_relaxed);
-    atomic_thread_fence(memory_order_release);
-    for (size_t i = 0; i < PLAN_WORDS; i++)
-        atomic_store_explicit(&a->plan[i], w[i], memory_order_relaxed);
-    atomic_store_explicit(&a->gen, g + 2, memory_order_release);
+    seq_write(&a->gen, a->plan, w, PLAN_WORDS);
 }
 
 uint64_t hm_capture_plan_gen(const void *area)
@@ -43,19 +65,10 @@ uint64_t hm_capture_plan_get(const void *area, struct hm_capture_plan *p)
 {
     const struct area *a = area;
     int64_t w[PLAN_WORDS];
+    uint64_t g = seq_read(&a->gen, a->plan, w, PLAN_WORDS);
 
-    for (;;) {
-        uint64_t g0 = atomic_load_explicit(&a->gen, memory_order_acquire);
-        if (g0 & 1)
-            continue;   /* the writer is mid-way: a few stores, never a wait */
-        for (size_t i = 0; i < PLAN_WORDS; i++)
-            w[i] = atomic_load_explicit(&a->plan[i], memory_order_relaxed);
-        atomic_thread_fence(memory_order_acquire);
-        if (atomic_load_explicit(&a->gen, memory_order_relaxed) == g0) {
-            memcpy(p, w, sizeof w);
-            return g0;
-        }
-    }
+    memcpy(p, w, sizeof w);
+    return g;
 }
 
 void hm_capture_progress_step(void *area, int64_t step_now, int64_t step_ns)
@@ -84,13 +97,8 @@ void hm_capture_progress_ab(void *area, int64_t on_ns, int64_t on_n, int64_t off
 {
     struct area *a = area;
     int64_t v[4] = {on_ns, on_n, off_ns, off_n};
-    uint64_t g = atomic_load_explicit(&a->ab_gen, memory_order_relaxed);
 
-    atomic_store_explicit(&a->ab_gen, g + 1, memory_order_relaxed);
-    atomic_thread_fence(memory_order_release);
-    for (int i = 0; i < 4; i++)
-        atomic_store_explicit(&a->ab[i], v[i], memory_order_relaxed);
-    atomic_store_explicit(&a->ab_gen, g + 2, memory_order_release);
+    seq_write(&a->ab_gen, a->ab, v, 4);
 }
 
 void hm_capture_progress_get(const void *area, struct hm_capture_progress *pr)
@@ -103,19 +111,9 @@ void hm_capture_progress_get(const void *area, struct hm_capture_progress *pr)
     pr->cupti_attached_ns = atomic_load_explicit(&a->cupti_attached_ns, memory_order_relaxed);
     pr->cupti_switches = atomic_load_explicit(&a->cupti_switches, memory_order_relaxed);
     pr->cupti_switch_ns = atomic_load_explicit(&a->cupti_switch_ns, memory_order_relaxed);
-    for (;;) {   /* the four medians belong together */
-        uint64_t g0 = atomic_load_explicit(&a->ab_gen, memory_order_acquire);
-        int64_t v[4];
-        if (g0 & 1)
-            continue;
-        for (int i = 0; i < 4; i++)
-            v[i] = atomic_load_explicit(&a->ab[i], memory_order_relaxed);
-        atomic_thread_fence(memory_order_acquire);
-        if (atomic_load_explicit(&a->ab_gen, memory_order_relaxed) == g0) {
-            pr->ab_on_ns = v[0], pr->ab_on_n = v[1], pr->ab_off_ns = v[2], pr->ab_off_n = v[3];
-            break;
-        }
-    }
+    int64_t v[4];   /* the four medians belong together */
+    seq_read(&a->ab_gen, a->ab, v, 4);
+    pr->ab_on_ns = v[0], pr->ab_on_n = v[1], pr->ab_off_ns = v[2], pr->ab_off_n = v[3];
 }
 
 static int requested_step(const struct hm_capture_plan *p, int64_t s)

@@ -119,11 +119,16 @@ struct inj_cupti {
  * the next CUDA call of the program does it. */
 enum win_state { WIN_ATTACHED = 0, WIN_DETACH_ASKED, WIN_DETACHING, WIN_DETACHED, WIN_HANDED_OVER };
 
-static int64_t mono_ms(void)
+static int64_t mono_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int64_t mono_ms(void)
+{
+    return mono_ns() / 1000000;
 }
 
 static const char *result_text(struct inj_cupti *c, CUptiResult r)
@@ -497,13 +502,6 @@ static void reclaim_held(struct inj *g, struct inj_cupti *c)
         inj_counter(g, "htamerge/cupti buffers lost at detach", (double)c->held_at_detach, -1);
 }
 
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* Attached time, for the budget's records-per-attached-second. */
 static void mark_attached(struct inj_cupti *c, int on)
 {
@@ -593,14 +591,11 @@ static int plan_want(struct inj *g, struct inj_cupti *c)
 {
     void *area = hm_ring_control_area(g->ring);
     uint64_t gen = area ? hm_capture_plan_gen(area) : 0;
-    struct timespec ts;
-    int64_t now;
+    int64_t now = inj_now(g);   /* rank 0's epochs are on this clock, hooked alike */
     int force = atomic_load(&c->hook_want) == 1, base;
 
     if (gen != c->plan_gen)
         c->plan_gen = hm_capture_plan_get(area, &c->plan);
-    clock_gettime(CLOCK_REALTIME, &ts);
-    now = hm_clockhook_apply(&g->hook, (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec);
     switch (c->plan.mode) {
     case HM_CAPTURE_ALL:
         return 1;
