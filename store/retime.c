@@ -122,6 +122,8 @@ int mrg_writer_realign_all(struct mrg_writer *w, const struct mrg_realign_rank *
     if (w->state == WR_REOPENED)
         return wr_refuse(w, err, HM_EINVAL, -1, "a reopened database cannot be re-timed");
     rc = wr_write_dimensions(w, 0, err);
+    if (rc == 0)
+        rc = wr_drop_load_index(w, err);
     if (rc)
         return rc;
     ra.track_rank = malloc((size_t)(ra.ntracks ? ra.ntracks : 1) * sizeof *ra.track_rank);

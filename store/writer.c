@@ -118,6 +118,7 @@ static const char *const pages_names[] = {PAGES_COLUMNS(HM_COLUMN_NAME)};
 static const char *const finish_sql[] = {
     "PRAGMA analysis_limit = 1000",
     "ANALYZE",
+    wr_load_index_stat_sql,
     "COMMIT",
     "PRAGMA journal_mode = DELETE",
 };
@@ -420,7 +421,7 @@ struct mrg_writer *mrg_writer_open(const char *final_path, struct hm_err *err)
         hm_err_set(err, HM_ENOMEM, final_path, -1, "out of memory");
         return NULL;
     }
-    if (open_db(w, err) || wr_open_schema(w, err)) {
+    if (open_db(w, err) || wr_open_schema(w, err) || wr_create_load_index(w, err)) {
         mrg_writer_abort(w);
         return NULL;
     }

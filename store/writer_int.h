@@ -185,6 +185,15 @@ hm_strid wr_intern(struct mrg_writer *w, const char *s, size_t len);
 /* A batch string id in w->strings, interned on first use (w->sc.smap). */
 hm_strid wr_gstr(struct mrg_writer *w, const struct hm_batch *b, hm_strid id);
 
+/* --- load_index.c: the slice index kept during a fresh load ------------- */
+
+/* Creates slices_track_ts (as sql/indexes.sql has it) before any slice. */
+int wr_create_load_index(struct mrg_writer *w, struct hm_err *err);
+/* Drops it (if there) before every slice is re-timed; _finish rebuilds it. */
+int wr_drop_load_index(struct mrg_writer *w, struct hm_err *err);
+/* Run after ANALYZE: its row count exact, whichever way the index was made. */
+extern const char wr_load_index_stat_sql[];
+
 /* --- rank_state.c -------------------------------------------------------- */
 
 struct rank_state *wr_rank_get(struct mrg_writer *w, int rank);
