@@ -10,6 +10,7 @@
 #define NO_CUPTI_NS 5000000000LL       /* no records by then: nothing to budget */
 #define REPLAN_NS 2000000000LL         /* re-estimates at most this often */
 #define AB_MIN 16                      /* steps of each kind before A/B is believed */
+#define WIN_MIN 2                      /* windows measured before their cost is believed */
 #define RATE_SAMPLE_NS 300000000LL     /* attached time one rate sample needs */
 #define WINDOW_S 0.5     /* a window's length: enough steps to look at */
 #define LEAD_S 0.3       /* a plan reaches every rank well within this */
@@ -39,6 +40,7 @@ void cap_budget_init(struct cap_budget *b, const struct cap_budget_opts *o, int6
     b->started_ns = b->last_ns = now_ns;
     b->rate = -1;
     b->ab = -1;
+    b->win_ns = -1;
     b->plan.budget_pct = o->capture_all ? 0 : o->budget_pct;
     b->plan.mode = HM_CAPTURE_UNSET;
 }
@@ -114,6 +116,8 @@ static int plan_windows(struct cap_budget *b, const struct hm_capture_progress *
         if (on > MAX_ON_STEPS)
             on = MAX_ON_STEPS;
         int64_t period = (int64_t)ceil(((double)on * step * cost + sw) / (budget * step));
+        if (b->win_ns >= 0 && b->plan.mode == HM_CAPTURE_STEPS && on == b->plan.on_steps && pr->ab_off_ns > 0)
+            period = (int64_t)ceil(b->win_ns / (budget * (double)pr->ab_off_ns));   /* measured */
         if (period <= on)
             period = on + 1;
         if (b->plan.mode == HM_CAPTURE_STEPS && b->plan.on_steps == on &&
@@ -167,6 +171,16 @@ int cap_budget_tick(struct cap_budget *b, const struct hm_capture_progress *pr, 
     if (pr->ab_on_n >= AB_MIN && pr->ab_off_n >= AB_MIN && pr->ab_off_ns > 0) {
         b->ab = (double)pr->ab_on_ns / (double)pr->ab_off_ns - 1.0;
         b->cost = b->ab > 0.001 ? b->ab : 0.001;
+    }
+    /* Better still: what whole windows of this plan cost, switches and
+     * all, over as many detached steps. As a cost while attached it is
+     * per window step; the plan's period follows from it directly. */
+    b->win_ns = -1;
+    if (pr->win_n >= WIN_MIN && pr->ab_off_n >= AB_MIN && pr->ab_off_ns > 0 &&
+        b->plan.mode == HM_CAPTURE_STEPS && b->plan.on_steps > 0) {
+        b->win_ns = pr->win_excess_ns > 0 ? (double)pr->win_excess_ns : 0;
+        double per_step = b->win_ns / ((double)b->plan.on_steps * (double)pr->ab_off_ns);
+        b->cost = per_step > 0.001 ? per_step : 0.001;
     }
     /* Steps became known after a plan in time: windows move to steps. */
     int want_steps = pr->steps_seen >= 2 && pr->step_ns > 0;
@@ -231,7 +245,10 @@ void cap_budget_describe(const struct cap_budget *b, char *buf, size_t len)
     const struct hm_capture_plan *p = &b->plan;
     char est[160] = "";
 
-    if (b->rate >= 0 && b->ab >= 0)
+    if (b->rate >= 0 && b->win_ns >= 0)
+        snprintf(est, sizeof est, " (a window costs %.1f ms over detached steps, measured; %.0f records/s; "
+                 "budget %.3g %%)", b->win_ns / 1e6, b->rate, b->o.budget_pct);
+    else if (b->rate >= 0 && b->ab >= 0)
         snprintf(est, sizeof est, " (CUPTI %.1f %% while attached, measured on steps with and without it; "
                  "%.0f records/s; budget %.3g %%)", b->ab * 100.0, b->rate, b->o.budget_pct);
     else if (b->rate >= 0)

@@ -10,7 +10,10 @@
  * steps run, the Python hooks report the median step with CUPTI attached
  * and detached, and their ratio replaces the estimate. The program time
  * each attach and detach took, as the injection library measured it, is
- * counted too. The plan records everything
+ * counted too. Best of all, once a few windows ran, the hooks measure
+ * what a whole window cost (its steps, switches included, over as many
+ * detached steps), and the period follows from that directly. The plan
+ * records everything
  * when that fits the budget, else windows of whole steps (or of time, when
  * no steps are known) at the duty cycle that does. No MPI, no clock reads:
  * the caller passes the time. */
@@ -40,6 +43,8 @@ struct cap_budget {
     double rate;                      /* CUPTI records per attached second; < 0 unknown */
     double cost;                      /* estimated cost while attached, fraction */
     double ab;                        /* measured: attached steps' median / detached's - 1; < 0 none */
+    double win_ns;                    /* measured: program time one window of the current
+                                         plan's length cost; < 0 none */
     int have_last;
 };
 

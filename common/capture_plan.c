@@ -6,17 +6,18 @@
 #include <stdatomic.h>
 #include <string.h>
 
-enum { PLAN_WORDS = sizeof(struct hm_capture_plan) / 8 };
+enum { PLAN_WORDS = sizeof(struct hm_capture_plan) / 8, MEASURED_WORDS = sizeof(struct hm_capture_measured) / 8 };
 
 struct area {
     _Atomic uint64_t gen;                 /* odd while the plan is being written */
     _Atomic int64_t plan[PLAN_WORDS];     /* word copies: no torn 8-byte values */
     _Atomic int64_t step_now, step_ns, steps_seen;
     _Atomic int64_t cupti_records, cupti_attached_ns, cupti_switches, cupti_switch_ns;
-    _Atomic uint64_t ab_gen;              /* seqlock of the four below (one writer: the hooks) */
-    _Atomic int64_t ab[4];
+    _Atomic uint64_t ab_gen;              /* seqlock of the words below (one writer: the hooks) */
+    _Atomic int64_t ab[MEASURED_WORDS];
 };
 _Static_assert(sizeof(struct hm_capture_plan) % 8 == 0, "plan is 8-byte words");
+_Static_assert(sizeof(struct hm_capture_measured) % 8 == 0, "measurements are 8-byte words");
 _Static_assert(sizeof(struct area) <= HM_CAPTURE_AREA_BYTES, "area fits");
 
 /* A seqlock over n words: one writer; readers never block the writer and
@@ -93,12 +94,13 @@ void hm_capture_progress_switch(void *area, int64_t ns)
     atomic_fetch_add_explicit(&a->cupti_switches, 1, memory_order_relaxed);
 }
 
-void hm_capture_progress_ab(void *area, int64_t on_ns, int64_t on_n, int64_t off_ns, int64_t off_n)
+void hm_capture_progress_measured(void *area, const struct hm_capture_measured *m)
 {
     struct area *a = area;
-    int64_t v[4] = {on_ns, on_n, off_ns, off_n};
+    int64_t v[MEASURED_WORDS];
 
-    seq_write(&a->ab_gen, a->ab, v, 4);
+    memcpy(v, m, sizeof v);
+    seq_write(&a->ab_gen, a->ab, v, MEASURED_WORDS);
 }
 
 void hm_capture_progress_get(const void *area, struct hm_capture_progress *pr)
@@ -111,9 +113,12 @@ void hm_capture_progress_get(const void *area, struct hm_capture_progress *pr)
     pr->cupti_attached_ns = atomic_load_explicit(&a->cupti_attached_ns, memory_order_relaxed);
     pr->cupti_switches = atomic_load_explicit(&a->cupti_switches, memory_order_relaxed);
     pr->cupti_switch_ns = atomic_load_explicit(&a->cupti_switch_ns, memory_order_relaxed);
-    int64_t v[4];   /* the four medians belong together */
-    seq_read(&a->ab_gen, a->ab, v, 4);
-    pr->ab_on_ns = v[0], pr->ab_on_n = v[1], pr->ab_off_ns = v[2], pr->ab_off_n = v[3];
+    int64_t v[MEASURED_WORDS];   /* the measurements belong together */
+    struct hm_capture_measured m;
+    seq_read(&a->ab_gen, a->ab, v, MEASURED_WORDS);
+    memcpy(&m, v, sizeof m);
+    pr->ab_on_ns = m.on_ns, pr->ab_on_n = m.on_n, pr->ab_off_ns = m.off_ns, pr->ab_off_n = m.off_n;
+    pr->win_excess_ns = m.win_excess_ns, pr->win_n = m.win_n;
 }
 
 static int requested_step(const struct hm_capture_plan *p, int64_t s)

@@ -56,7 +56,7 @@ def reset(plan):
     h._lib, h._inject = ring, inj
     C = h._Capture
     C.gen, C.plan, C.cupti, C.no_cupti, C.req, C.switched_at, C.ab_new = 0, None, None, False, 0, None, 0
-    C.state_of, C.durs = {}, ([], [])
+    C.state_of, C.durs, C.win, C.wins = {}, ([], []), None, []
     return ring, inj, C
 
 
@@ -66,12 +66,16 @@ t = 0
 for step in range(0, 80):
     inj.step = step
     C.boundary(step, t)
-    dur = 1100 if C.cupti else 1000
+    dur = (1100 if C.cupti else 1000) + (500 if inj.words[-1][0] == step else 0)   # a switch: +500
     t += dur
     C.step_done(step, dur)
 check("first words", inj.words[:5], [(0, 0), (10, 1), (13, 0), (16, 1), (19, 0)])
 check("no word repeated", all(a[1] != b[1] for a, b in zip(inj.words, inj.words[1:])), True)
-check("A/B medians", ring.ab[0::2], (1100, 1000))
+check("A/B medians", ring.ab[0:4:2], (1100, 1000))
+# A window: steps 10-12 attached (1100; 10 attaches, +500), 13 detaches
+# (1000 + 500), 14 after it: 6300 for 5 steps of 1000 detached.
+check("a window's cost over detached steps", ring.ab[4], 1300)
+check("windows measured", ring.ab[5] >= 2 and ring.ab[5] <= 8, True)
 check("A/B: only steps without a switch", ring.ab[1] <= 2 * 12 and ring.ab[3] <= 2 * 12 + 9, True)
 
 # A request of steps 20-21 under a plan in time: CUPTI forced on, then released.

@@ -146,7 +146,7 @@ def install():
         lib.hmpy_plan.restype = ctypes.c_uint64
         lib.hmpy_step_begun.argtypes = [i64, i64]
         lib.hmpy_step_begun.restype = None
-        lib.hmpy_step_ab.argtypes = [i64, i64, i64, i64]
+        lib.hmpy_step_ab.argtypes = [i64, i64, i64, i64, i64, i64]
         lib.hmpy_step_ab.restype = None
         if lib.hmpy_attach() != 0:
             _disable("cannot attach to the ring %s" % os.environ.get("HTAMERGE_RING"))
@@ -295,6 +295,13 @@ class _Capture:
     AB_KEEP, AB_EVERY = 64, 16
     ab_new = 0
     switched_at = None
+    # What whole windows cost: [first step, last step or None while open,
+    # sum of durations, steps], counted from the step that attaches through
+    # the step after the one that detaches; the last WIN_KEEP of them as
+    # (sum, steps). Windows that held requested steps are left out.
+    win = None
+    wins = []
+    WIN_KEEP = 8
 
     @classmethod
     def boundary(cls, step, t):
@@ -315,6 +322,15 @@ class _Capture:
             cls.cupti_word(win or req)
             if before != cls.cupti:
                 cls.switched_at = step   # this step pays the switch: no A/B sample
+                if cls.cupti and win and not req:
+                    if cls.win is not None and cls.win[1] is not None:
+                        cls.wins.append((cls.win[2], cls.win[3]))   # ends where the next begins
+                        del cls.wins[:-cls.WIN_KEEP]
+                    cls.win = [step, None, 0, 0]
+                elif not cls.cupti and cls.win is not None:
+                    cls.win[1] = step + 1
+            if req and cls.win is not None:
+                cls.win = None   # a request's steps would count as the window's
             if cls.cupti is not None and cls.switched_at != step and not cls.no_cupti:
                 if len(cls.state_of) > 8:
                     cls.state_of.clear()
@@ -330,19 +346,35 @@ class _Capture:
     @classmethod
     def step_done(cls, step, dur):
         """Step `step` took dur ns: one more A/B sample when its CUPTI
-        state held throughout."""
+        state held throughout, and part of a window's cost."""
+        w = cls.win
+        if w is not None and step >= w[0] and dur > 0:
+            w[2] += dur
+            w[3] += 1
+            if w[1] is not None and step >= w[1]:
+                cls.wins.append((w[2], w[3]))
+                del cls.wins[:-cls.WIN_KEEP]
+                cls.win = None
+                cls.ab_new = cls.AB_EVERY   # publish now
         st = cls.state_of.pop(step, None)
-        if st is None or dur <= 0:
-            return
-        d = cls.durs[st]
-        d.append(dur)
-        if len(d) > cls.AB_KEEP:
-            del d[0]
-        cls.ab_new += 1
-        if cls.ab_new >= cls.AB_EVERY and cls.durs[0] and cls.durs[1]:
+        if st is not None and dur > 0:
+            d = cls.durs[st]
+            d.append(dur)
+            if len(d) > cls.AB_KEEP:
+                del d[0]
+            cls.ab_new += 1
+        if cls.ab_new >= cls.AB_EVERY and cls.durs[0]:
             cls.ab_new = 0
-            on, off = sorted(cls.durs[1]), sorted(cls.durs[0])
-            _lib.hmpy_step_ab(on[len(on) // 2], len(on), off[len(off) // 2], len(off))
+            cls.publish()
+
+    @classmethod
+    def publish(cls):
+        on, off = sorted(cls.durs[1]), sorted(cls.durs[0])
+        off_med = off[len(off) // 2]
+        # Each window over as many detached steps, at today's detached median.
+        ex = sorted(total - n * off_med for total, n in cls.wins)
+        _lib.hmpy_step_ab(on[len(on) // 2] if on else 0, len(on), off_med, len(off),
+                          ex[len(ex) // 2] if ex else 0, len(ex))
 
     @classmethod
     def cupti_word(cls, on):

@@ -156,8 +156,10 @@ HMPY_API int hmpy_slice(int64_t ts, int64_t dur, int64_t tid, int32_t pid, uint3
 
 /* The hooks' A/B medians: recent steps with CUPTI attached and detached
  * (struct hm_capture_progress), for rank 0's cost estimate. */
-HMPY_API void hmpy_step_ab(int64_t on_ns, int64_t on_n, int64_t off_ns, int64_t off_n)
+HMPY_API void hmpy_step_ab(int64_t on_ns, int64_t on_n, int64_t off_ns, int64_t off_n, int64_t win_excess_ns,
+                          int64_t win_n)
 {
+    struct hm_capture_measured m = {on_ns, on_n, off_ns, off_n, win_excess_ns, win_n};
     if (g_ring)
-        hm_capture_progress_ab(hm_ring_control_area(g_ring), on_ns, on_n, off_ns, off_n);
+        hm_capture_progress_measured(hm_ring_control_area(g_ring), &m);
 }

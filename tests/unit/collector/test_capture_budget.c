@@ -110,6 +110,39 @@ static void test_measured_cost(void)
     CHECK_NEAR(b.cost, 0.15, 0.01);
 }
 
+/* Measured windows decide the period: what one window cost over as many
+ * detached steps, at the budget, gives the steps between windows; a
+ * window dearer than the A/B medians say (switches, re-instrumentation
+ * after each attach) stretches it. Cheap windows: everything. */
+static void test_window_cost(void)
+{
+    struct cap_budget b;
+    struct cap_budget_opts o = {.budget_pct = 2, .record_ns = 3000, .switch_ns = 2000000};
+    struct hm_capture_progress pr = {.step_now = -1};
+    int64_t now = 0;
+
+    cap_budget_init(&b, &o, now);
+    CHECK_EQ_INT(feed(&b, &pr, &now, 1.5, 50000, 25000000), 1);   /* est. 15 % */
+    int64_t on = b.plan.on_steps;
+    CHECK_EQ_INT(on, 20);
+    pr.ab_on_ns = 26250000, pr.ab_on_n = 20, pr.ab_off_ns = 25000000, pr.ab_off_n = 40;   /* 5 % */
+    pr.win_excess_ns = 100000000, pr.win_n = 1;   /* one window: not yet believed */
+    feed(&b, &pr, &now, 6, 50000, 25000000);
+    CHECK(b.win_ns < 0);
+    pr.win_n = 3;   /* 100 ms a window at 2 % of 25 ms steps: 200 steps */
+    CHECK_EQ_INT(feed(&b, &pr, &now, 6, 50000, 25000000), 1);
+    CHECK_NEAR(b.win_ns, 1e8, 1);
+    CHECK_EQ_INT(b.plan.on_steps, on);
+    CHECK_EQ_INT(b.plan.period_steps, 200);
+    CHECK_NEAR(b.cost, 0.2, 1e-9);   /* 100 ms over 20 steps of 25 ms */
+    char line[300];
+    cap_budget_describe(&b, line, sizeof line);
+    CHECK_CONTAINS(line, "a window costs 100.0 ms over detached steps");
+    pr.win_excess_ns = 5000000;   /* 5 ms a window: 1 % while attached */
+    CHECK_EQ_INT(feed(&b, &pr, &now, 6, 50000, 25000000), 1);
+    CHECK_EQ_INT(b.plan.mode, HM_CAPTURE_ALL);
+}
+
 static void test_time_then_steps(void)
 {
     struct cap_budget b;
@@ -194,6 +227,7 @@ int main(void)
     test_cheap_records_all();
     test_costly_steps_windows();
     test_measured_cost();
+    test_window_cost();
     test_time_then_steps();
     test_no_cupti();
     test_capture_all();
