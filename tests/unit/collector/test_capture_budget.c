@@ -4,6 +4,7 @@
  * ahead of every rank. */
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "collector/capture_budget.h"
 #include "test.h"
@@ -86,17 +87,28 @@ static void test_costly_steps_windows(void)
 
 /* The A/B medians replace the estimate: a cheaper CUPTI than modelled
  * widens the windows, a dearer one narrows them. */
+/* A 2 % budget over steps of 25 ms whose CUPTI the model puts at 15 %,
+ * with A/B medians that say 5 %. */
+static void start_windows(struct cap_budget *b, struct hm_capture_progress *pr, int64_t *now)
+{
+    struct cap_budget_opts o = {.budget_pct = 2, .record_ns = 3000, .switch_ns = 2000000};
+
+    memset(pr, 0, sizeof *pr);
+    pr->step_now = -1;
+    *now = 0;
+    cap_budget_init(b, &o, *now);
+    CHECK_EQ_INT(feed(b, pr, now, 1.5, 50000, 25000000), 1);   /* est. 15 % */
+    pr->ab_on_ns = 26250000, pr->ab_on_n = 20, pr->ab_off_ns = 25000000, pr->ab_off_n = 40;
+}
+
 static void test_measured_cost(void)
 {
     struct cap_budget b;
-    struct cap_budget_opts o = {.budget_pct = 2, .record_ns = 3000, .switch_ns = 2000000};
-    struct hm_capture_progress pr = {.step_now = -1};
-    int64_t now = 0;
+    struct hm_capture_progress pr;
+    int64_t now;
 
-    cap_budget_init(&b, &o, now);
-    CHECK_EQ_INT(feed(&b, &pr, &now, 1.5, 50000, 25000000), 1);   /* est. 15 % */
+    start_windows(&b, &pr, &now);
     int64_t period = b.plan.period_steps;
-    pr.ab_on_ns = 26250000, pr.ab_on_n = 20, pr.ab_off_ns = 25000000, pr.ab_off_n = 40;   /* 5 % */
     CHECK_EQ_INT(feed(&b, &pr, &now, 6, 50000, 25000000), 1);
     CHECK_NEAR(b.ab, 0.05, 1e-9);
     CHECK_NEAR(b.cost, 0.05, 1e-9);
@@ -117,15 +129,12 @@ static void test_measured_cost(void)
 static void test_window_cost(void)
 {
     struct cap_budget b;
-    struct cap_budget_opts o = {.budget_pct = 2, .record_ns = 3000, .switch_ns = 2000000};
-    struct hm_capture_progress pr = {.step_now = -1};
-    int64_t now = 0;
+    struct hm_capture_progress pr;
+    int64_t now;
 
-    cap_budget_init(&b, &o, now);
-    CHECK_EQ_INT(feed(&b, &pr, &now, 1.5, 50000, 25000000), 1);   /* est. 15 % */
+    start_windows(&b, &pr, &now);
     int64_t on = b.plan.on_steps;
     CHECK_EQ_INT(on, 20);
-    pr.ab_on_ns = 26250000, pr.ab_on_n = 20, pr.ab_off_ns = 25000000, pr.ab_off_n = 40;   /* 5 % */
     pr.win_excess_ns = 100000000, pr.win_n = 1;   /* one window: not yet believed */
     feed(&b, &pr, &now, 6, 50000, 25000000);
     CHECK(b.win_ns < 0);
