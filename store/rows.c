@@ -301,6 +301,8 @@ int mrg_writer_add_batch(struct mrg_writer *w, const struct hm_batch *b, struct 
         rc = insert_counters_steps(w, &c, err);
     if (rc == 0)
         rc = wr_usable(w, err);   /* a string that could not be interned */
+    if (rc == 0)
+        wr_writeback(w);
     if (rc && err) {
         err->rank = b->info.rank;
         hm_err_prefix(err, "storing rank %d", b->info.rank);

@@ -278,6 +278,7 @@ struct mrg_writer *wr_alloc(const char *final_path, const char *tmp_path)
     if (!w)
         return NULL;
     w->state = WR_FRESH;
+    w->wb_fd = -1;
     w->next_slice = w->next_track = 1;
     w->page_size = PAGE_SIZE_BYTES;
     w->final_path = strdup(final_path);
@@ -303,6 +304,7 @@ void wr_close_db(struct mrg_writer *w)
 void wr_free(struct mrg_writer *w)
 {
     wr_take_reserve(w);
+    wr_writeback_close(w);
     free(w->loaded_ids);
     for (int i = 0; i < w->nranks; i++) {
         HM_VEC_FREE(w->ranks[i].tracks);

@@ -124,6 +124,8 @@ struct mrg_writer {
     uint32_t strings_written;        /* ids below this are rows of `strings` */
     struct mrg_writer_stats stats;
     struct scratch sc;
+    int wb_fd;                       /* writeback.c: -1 not open yet, -2 off */
+    int64_t wb_size;                 /* file size at the last writeback */
 };
 
 /* The batch being stored and what the writer derived for it. */
@@ -193,6 +195,13 @@ int wr_create_load_index(struct mrg_writer *w, struct hm_err *err);
 int wr_drop_load_index(struct mrg_writer *w, struct hm_err *err);
 /* Run after ANALYZE: its row count exact, whichever way the index was made. */
 extern const char wr_load_index_stat_sql[];
+
+/* --- writeback.c: the temporary file written out as it grows ------------- */
+
+/* After a batch: starts the kernel's writes of what the file holds, every
+ * 64 MiB of growth (FRESH only; best effort). */
+void wr_writeback(struct mrg_writer *w);
+void wr_writeback_close(struct mrg_writer *w);
 
 /* --- rank_state.c -------------------------------------------------------- */
 
