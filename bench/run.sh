@@ -30,6 +30,12 @@
 #   INGEST_ARGS  extra ingest options, e.g. "-j 1" (with CPUS, to mimic a smaller machine)
 #   TIME         GNU time binary (default /usr/bin/time)
 #   LABEL        machine label in the section heading (default: cores and CPU model)
+#   HTA_DIR      a clone of facebookresearch/HolisticTraceAnalysis: HTA loads the corpus and
+#                runs temporal, idle and overlap each round (bench/hta_run.py), side by side
+#                with zcat and htamerge (default: the first of ../HolisticTraceAnalysis,
+#                /tmp/hta, $HOME/HolisticTraceAnalysis that holds hta/trace_analysis.py;
+#                HTA_DIR=none skips it). HTA_PYTHON: its interpreter (default /usr/bin/python3,
+#                Debian's, with python3-pandas python3-plotly python3-pydot python3-networkx)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -57,6 +63,17 @@ mkdir -p "$WORK"
 : >"$RAW"
 rm -f "$WORK"/perf_*.txt
 put() { printf '%s %s\n' "$1" "$2" >>"$RAW"; }
+
+# HTA, when a checkout is at hand (issue 21: the speedup is measured, not quoted).
+HTA_PYTHON=${HTA_PYTHON:-/usr/bin/python3}
+if [ -z "${HTA_DIR:-}" ]; then
+    for d in "$ROOT/../HolisticTraceAnalysis" /tmp/hta "$HOME/HolisticTraceAnalysis"; do
+        [ -f "$d/hta/trace_analysis.py" ] && { HTA_DIR=$d; break; }
+    done
+fi
+[ "${HTA_DIR:-none}" != none ] && [ ! -f "$HTA_DIR/hta/trace_analysis.py" ] &&
+    { say "warning: no HTA in $HTA_DIR; measuring without it"; HTA_DIR=none; }
+HTA_DIR=${HTA_DIR:-none}
 
 # --- 1. build ------------------------------------------------------------
 if [ "${NO_BUILD:-0}" != 1 ]; then
@@ -186,6 +203,13 @@ for i in $(seq "$REPS"); do
     rm -f "$DB"
     wall ingest_wall_hr tv ingest "${PIN[@]}" "$HM" ingest -q "${XARGS[@]}" -o "$DB" "$CORPUS"
     wall report_temporal_wall "${PIN[@]}" bash -c '"$1" report "$2" temporal >/dev/null' _ "$HM" "$DB"
+    # End to end = ingest + the three reports HTA is timed on (summarize.py adds them up).
+    wall report_idle_wall "${PIN[@]}" bash -c '"$1" report "$2" idle >/dev/null' _ "$HM" "$DB"
+    wall report_overlap_wall "${PIN[@]}" bash -c '"$1" report "$2" overlap >/dev/null' _ "$HM" "$DB"
+    if [ "$HTA_DIR" != none ]; then
+        "${PIN[@]}" "$HTA_PYTHON" bench/hta_run.py "$HTA_DIR" "$CORPUS" >>"$RAW" ||
+            say "warning: HTA failed (see above)"
+    fi
     rm -f "$WORK/j1.db"
     wall ingest_j1_wall "${PIN[@]}" "$HM" ingest -q -j 1 -o "$WORK/j1.db" "$CORPUS"
     rm -f "$WORK/noargs.db"
