@@ -217,11 +217,24 @@ static void free_analysis(struct an_rank_result *r)
 }
 
 /* Writes the two-rank run; returns 0 on success. */
+/* Ranks 0 and 1, then a second batch of rank 0 (rows for earlier tracks). */
+static void add_batches(struct mrg_writer *w)
+{
+    struct hm_batch *b[3] = {make_batch(0, BASE0, 7000), make_batch(1, BASE0 + SKEW1, 8000),
+                             make_second_batch(BASE0)};
+    struct hm_err err;
+
+    hm_err_clear(&err);
+    for (int i = 0; i < 3; i++) {
+        CHECK_EQ_INT(mrg_writer_add_batch(w, b[i], &err), 0);
+        hm_batch_free(b[i]);
+    }
+}
+
 static int write_run(const char *path)
 {
     struct hm_err err;
     struct mrg_writer *w;
-    struct hm_batch *b0, *b1, *b2;
     struct an_rank_result r;
     struct mrg_writer_stats ws;
     int rc = 0;
@@ -234,12 +247,7 @@ static int write_run(const char *path)
     CHECK(exists(tmp_of(path)));
     /* Rank 1's raw clock runs SKEW1 ahead; its CPU op enters 1 us later. */
     CHECK_EQ_INT(mrg_writer_set_clock(w, 1, HM_NONE, -SKEW1, 0.0, 0, "mpi", 2000, &err), 0);
-    b0 = make_batch(0, BASE0, 7000);
-    b1 = make_batch(1, BASE0 + SKEW1, 8000);
-    b2 = make_second_batch(BASE0);
-    CHECK_EQ_INT(mrg_writer_add_batch(w, b0, &err), 0);
-    CHECK_EQ_INT(mrg_writer_add_batch(w, b1, &err), 0);
-    CHECK_EQ_INT(mrg_writer_add_batch(w, b2, &err), 0);
+    add_batches(w);
     CHECK_EQ_INT(mrg_writer_set_clock(w, 0, HM_NONE, 5, 0.0, 0, "mpi", HM_NONE, &err), HM_EINVAL);
     fill_analysis(&r, 0);
     CHECK_EQ_INT(mrg_writer_add_analysis(w, &r, "hta", &err), 0);
@@ -253,9 +261,6 @@ static int write_run(const char *path)
     CHECK(ws.rows >= ws.slices);
     CHECK(ws.bytes > 0);
     CHECK(ws.strings > 10);
-    hm_batch_free(b0);
-    hm_batch_free(b1);
-    hm_batch_free(b2);
     /* v_stragglers reads the matcher's tables (analysis/cross_rank.h). */
     CHECK_EQ_INT(xr_finish(w, &(struct xr_opts){.no_refine = 1}, &err), 0);
     rc = mrg_writer_finish(w, &err);
@@ -444,7 +449,7 @@ static void test_run(void)
 }
 
 /* slices_track_ts exists from the open of a fresh file (store/load_index.c)
- * and is kept through batches that add rows to earlier tracks (b2 is a
+ * and is kept through batches that add rows to earlier tracks (the third is a
  * second batch of rank 0); the finished file has it exactly as
  * sql/indexes.sql writes it, consistent with the table, and
  * sqlite_stat1 gives its exact row count whatever its pages look like. */
@@ -454,7 +459,6 @@ static void test_load_index(void)
     char path[4096];
     struct hm_err err;
     struct mrg_writer *w;
-    struct hm_batch *b0, *b1, *b2;
     sqlite3 *db = NULL;
 
     snprintf(path, sizeof path, "%s", p);
@@ -466,15 +470,7 @@ static void test_load_index(void)
         return;
     CHECK_EQ_INT(q_int(mrg_writer_db(w),
                        "SELECT count(*) FROM sqlite_master WHERE name = 'slices_track_ts'"), 1);
-    b0 = make_batch(0, BASE0, 7000);
-    b1 = make_batch(1, BASE0 + SKEW1, 8000);
-    b2 = make_second_batch(BASE0);
-    CHECK_EQ_INT(mrg_writer_add_batch(w, b0, &err), 0);
-    CHECK_EQ_INT(mrg_writer_add_batch(w, b1, &err), 0);
-    CHECK_EQ_INT(mrg_writer_add_batch(w, b2, &err), 0);
-    hm_batch_free(b0);
-    hm_batch_free(b1);
-    hm_batch_free(b2);
+    add_batches(w);
     CHECK_EQ_INT(xr_finish(w, &(struct xr_opts){.no_refine = 1}, &err), 0);
     CHECK_EQ_INT(mrg_writer_finish(w, &err), 0);
     CHECK_EQ_INT(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
