@@ -408,17 +408,14 @@ static int filter_rows(struct hm_batch *b, const struct an_options *opt, struct 
     uint8_t *keep = calloc(n ? n : 1, 1);
     struct an_corr *kept = NULL;
     int64_t last_start = INT64_MAX, last_end, s0, e0;
-    int distinct = 0, rc;
+    int distinct = 0, rc;   /* distinct step numbers, counted up to 2 */
 
     if (!keep)
         return HM_ENOMEM;
-    /* Distinct ProfilerStep names decide whether the rule applies at all. */
-    for (size_t k = 0; k < b->steps.n; k++) {
-        int seen = 0;
-        for (size_t j = 0; j < k && !seen; j++)
-            seen = b->steps.v[j].number == b->steps.v[k].number;
-        distinct += !seen;
-    }
+    /* Two distinct ProfilerStep numbers decide whether the rule applies at
+     * all (a live run has tens of thousands of steps: no pairwise search). */
+    for (size_t k = 0; k < b->steps.n && distinct < 2; k++)
+        distinct = k == 0 ? 1 : b->steps.v[k].number != b->steps.v[0].number ? 2 : distinct;
     c->drop_last = !opt->all_steps && distinct >= 2;
     if (c->drop_last && an_steps_source(b) != HM_STEP_PROFILER) {
         /* Steps of another source: the same rule, at the last step's start. */

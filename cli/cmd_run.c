@@ -41,7 +41,7 @@ static const char run_help[] =
     "                           cupti-launches). Without cupti, torch.profiler keeps\n"
     "                           CUPTI (one client on CUDA 13)\n"
     "      --overhead-budget PCT\n"
-    "                           keep CUPTI's cost within PCT %% of the program's time\n"
+    "                           keep CUPTI's cost within PCT % of the program's time\n"
     "                           (default 2): rank 0 estimates it while the job runs\n"
     "                           (CUPTI records per second x a calibrated cost per\n"
     "                           record, and the time each attach and detach took) and\n"

@@ -13,7 +13,12 @@
 # Writes OUT/budget.jsonl (one line per run) and the summaries of each
 # database (budget_summary.py).
 #
-# usage: [MODES="plain default"] tests/gpu/budget_cost.sh CARRY OUT REPS   (CARRY/wlm holds the example)
+# Modes: plain, default, all (--capture-all), and two that take htamerge
+# apart: floor (no CUPTI, no Python hooks: NVTX, NCCL and the collector)
+# and nocupti (floor plus the hooks).
+#
+# usage: [MODES="plain default"] [LOOPS=lstm] [EXTRA=0] tests/gpu/budget_cost.sh CARRY OUT REPS
+#        (CARRY/wlm holds the example; EXTRA=0 skips the two-rank and on-demand runs)
 set -u
 C=$(realpath "${1:?carry}"); O=$(realpath "${2:?out}"); REPS=${3:?reps}
 T=$(dirname "$(realpath "$0")")
@@ -35,7 +40,7 @@ mean_heavy() {
 }
 
 for rep in $(seq 1 "$REPS"); do
-    for loop in lstm heavy; do
+    for loop in ${LOOPS:-lstm heavy}; do
         for mode in ${MODES:-plain default all}; do
             rm -f "$W/c.db"
             case $loop in lstm) prog=("${LSTM[@]}"); cd "$C/wlm" ;; heavy) prog=("${HEAVY[@]}"); cd "$W" ;; esac
@@ -43,6 +48,8 @@ for rep in $(seq 1 "$REPS"); do
             plain) cmd=("${prog[@]}") ;;
             default) cmd=("$H" -o "$W/c.db" "${prog[@]:1}") ;;
             all) cmd=("$H" -o "$W/c.db" --capture-all "${prog[@]:1}") ;;
+            floor) cmd=("$H" -o "$W/c.db" --capture nvtx,nccl,kineto --python-hooks off "${prog[@]:1}") ;;
+            nocupti) cmd=("$H" -o "$W/c.db" --capture nvtx,nccl,kineto "${prog[@]:1}") ;;
             esac
             [ "$mode" != plain ] && [ "${prog[0]}" = python3 ] && export HTAMERGE_PYTHON=python3
             start=$(date +%s.%N)
@@ -61,6 +68,7 @@ for rep in $(seq 1 "$REPS"); do
     done
 done
 
+[ "${EXTRA:-1}" = 0 ] && { rm -rf "$W"; exit 0; }
 # Two ranks: the same steps in every window?
 cd "$C/wlm"
 export HTAMERGE_PYTHON=python3

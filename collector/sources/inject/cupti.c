@@ -17,10 +17,9 @@
  * does not zero 4 MiB there itself. CUPTI hands completed buffers to
  * buf_complete (its worker thread, or whoever flushes); they are queued for
  * our drain thread, which turns them into records, zeroes them back into
- * the pool and tops the pool up, sizes buffers so that CUPTI's worker,
- * which flushes every FLUSH_MS, hands one back about that often (records
- * stream while the job runs; choose_flusher says why not the drain
- * thread), and stamps the ring heartbeat. No training
+ * the pool and tops the pool up, flushes CUPTI every FLUSH_MS so records
+ * stream while the job runs (choose_flusher: or CUPTI's worker does), and
+ * stamps the ring heartbeat. No training
  * thread parses, zeroes or (unless the pool ran dry: a counted miss)
  * allocates a buffer. At exit inj_cupti_stop forces a last flush, drains
  * and frees the pool. */
@@ -1112,22 +1111,20 @@ static void window_setup(struct inj *g, struct inj_cupti *c)
     inj_debug(g, "CUPTI records %lld ms of every %lld ms", on, period);
 }
 
-/* Who flushes CUPTI while it records. Flushing from the drain thread
- * deadlocks inside CUPTI 13 on the H200 after some seconds of a
- * launch-bound loop (bench/RESULTS.md: the drain thread in
- * cuptiActivityFlushAll waits on a CUPTI lock, CUPTI's worker on the
- * driver's lock, the training thread's launch on the same driver lock),
- * so CUPTI's own worker flushes, every FLUSH_MS. It hands back only full
- * buffers, so buffers shrink to about FLUSH_MS of records (adapt_buffers).
- * HTAMERGE_CUPTI_FLUSH=drain, or a CUPTI without the flush period, keeps
- * the drain thread's flushes. */
+/* Who flushes CUPTI while it records: the drain thread, every FLUSH_MS.
+ * HTAMERGE_CUPTI_FLUSH=worker hands it to CUPTI's own worker thread
+ * (cuptiActivityFlushPeriod), with buffers sized to about FLUSH_MS of
+ * records, since the worker hands back full buffers only. Tried against
+ * a deadlock in continuous capture (bench/RESULTS.md, 2026-12-02): the
+ * worker then held every buffer given to it, and the program stopped at
+ * the same batch. */
 static void choose_flusher(struct inj *g, struct inj_cupti *c)
 {
     const char *v = getenv("HTAMERGE_CUPTI_FLUSH");
 
     atomic_store(&c->buf_size, (size_t)BUF_BYTES);
     c->rate_t0_ns = mono_ns();
-    c->drain_flushes = (v && !strcmp(v, "drain")) || !c->flush_period ||
+    c->drain_flushes = !(v && !strcmp(v, "worker")) || !c->flush_period ||
                        c->flush_period(FLUSH_MS) != CUPTI_SUCCESS;
     inj_debug(g, "CUPTI flushed by %s", c->drain_flushes ? "htamerge's drain thread" : "CUPTI's worker");
 }
@@ -1155,6 +1152,20 @@ static void adapt_buffers(struct inj_cupti *c, uint64_t bytes)
     c->rate_bytes = 0;
 }
 
+/* HTAMERGE_CUPTI_DEVICE_BUFFERS=N: device buffers CUPTI allocates up
+ * front per context (default 3). Under a continuous launch-bound load
+ * CUPTI allocates more on the launching thread, under the driver's lock. */
+static void device_buffers(struct inj *g, struct inj_cupti *c)
+{
+    const char *v = getenv("HTAMERGE_CUPTI_DEVICE_BUFFERS");
+    size_t n = v && *v ? (size_t)atol(v) : 0, size = sizeof n;
+
+    if (n > 0 && c->set_attr)
+        inj_debug(g, "CUPTI device buffers pre-allocated: %zu (%s)", n,
+                  c->set_attr(CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_PRE_ALLOCATE_VALUE, &size, &n) == CUPTI_SUCCESS
+                      ? "set" : "refused");
+}
+
 int inj_cupti_start(struct inj *g)
 {
     struct inj_cupti *c;
@@ -1175,6 +1186,7 @@ int inj_cupti_start(struct inj *g)
     c->lean = (g->capture & INJ_CAP_CUPTI_LEAN) != 0;
     c->sync = (g->capture & INJ_CAP_CUPTI_SYNC) != 0;
     c->launch_name = c->lean ? inj_str(g, "cudaLaunchKernel", 16) : 0;
+    device_buffers(g, c);
     if (inj_cbuf_pool_init(&c->pool, BUF_BYTES, SPARE_BUFS) != 0)
         inj_debug(g, "CUPTI buffer pool short of memory; requests will allocate");
     g->cupti = c;   /* buf_request and buf_complete look here */
