@@ -33,14 +33,27 @@ struct rank_facts {
     struct ival *comp;       /* union of its computation kernels, sorted, disjoint */
     size_t ncomp;
     struct xr_phases phases; /* its forward / backward / optimizer annotations */
+    size_t *by_number;       /* indexes into its steps, by (number, index): each walk
+                                looks a step number up on every rank, and a scan of
+                                62,500 steps per lookup made the stage quadratic */
 };
 
 static const struct xr_ctx *sort_ctx;   /* for cmp_exit (qsort has no user pointer) */
+static const struct xr_rank *sort_rank; /* for cmp_number */
 
 static int cmp_exit(const void *pa, const void *pb)
 {
     const struct xr_coll *a = &sort_ctx->coll.v[*(const size_t *)pa], *b = &sort_ctx->coll.v[*(const size_t *)pb];
     return a->exit < b->exit ? -1 : a->exit > b->exit;
+}
+
+static int cmp_number(const void *pa, const void *pb)
+{
+    size_t i = *(const size_t *)pa, j = *(const size_t *)pb;
+    int64_t a = sort_rank->steps.v[i].number, b = sort_rank->steps.v[j].number;
+    if (a != b)
+        return a < b ? -1 : 1;
+    return (i > j) - (i < j);   /* the first of equal numbers first, as a scan finds it */
 }
 
 static int on_path(const struct xr_ctx *x, const struct xr_coll *c)
@@ -79,10 +92,15 @@ static int facts_of(struct xr_ctx *x, const struct xr_rank *k, struct rank_facts
     size_t n = 0;
 
     f->comp = malloc((k->gpu.n ? k->gpu.n : 1) * sizeof *f->comp);
-    if (!f->comp || xr_phases_of(x, k, &f->phases))
+    f->by_number = malloc((k->steps.n ? k->steps.n : 1) * sizeof *f->by_number);
+    if (!f->comp || !f->by_number || xr_phases_of(x, k, &f->phases))
         return HM_ENOMEM;
     sort_ctx = x;
     xr_sort(f->coll, f->ncoll, sizeof *f->coll, cmp_exit);
+    for (size_t i = 0; i < k->steps.n; i++)
+        f->by_number[i] = i;
+    sort_rank = k;
+    xr_sort(f->by_number, k->steps.n, sizeof *f->by_number, cmp_number);
     for (size_t i = 0; i < k->gpu.n; i++) {   /* k->gpu is sorted by start */
         const struct xr_gpu *g = &k->gpu.v[i];
         if (g->kclass != XR_COMP || g->end <= g->ts)
@@ -105,6 +123,7 @@ static int facts_of(struct xr_ctx *x, const struct xr_rank *k, struct rank_facts
 static void facts_free(struct rank_facts *f)
 {
     free(f->comp);
+    free(f->by_number);
     xr_phases_free(&f->phases);
 }
 
@@ -149,27 +168,37 @@ static int push(seg_vec *path, struct seg s)
 static int push_work(seg_vec *path, int rank, const struct rank_facts *f, int64_t a, int64_t b)
 {
     int64_t *cuts;
-    size_t n = 0, m = 0;
+    size_t n = 0, m = 0, lo = 0, hi = f->phases.n, end;
     int rc = 0;
 
     if (b <= a)
         return 0;
-    cuts = malloc((2 * f->phases.n + 2) * sizeof *cuts);
+    /* max_end never falls: phases before the first whose max_end passes a
+     * all ended by a. */
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (f->phases.v[mid].max_end <= a)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    /* Phases from the first starting at b on do not cut [a, b); the cuts
+     * are sized by those that may, not by all of the rank's phases, which
+     * would be one allocation of the whole run's size per segment. */
+    end = f->phases.n;
+    for (size_t l = lo; l < end;) {
+        size_t mid = (l + end) / 2;
+        if (f->phases.v[mid].ts < b)
+            l = mid + 1;
+        else
+            end = mid;
+    }
+    cuts = malloc((2 * (end > lo ? end - lo : 0) + 2) * sizeof *cuts);
     if (!cuts)
         return HM_ENOMEM;
     cuts[n++] = a;
     cuts[n++] = b;
-    /* max_end never falls: phases before the first whose max_end passes a
-     * all ended by a. */
-    size_t lo = 0, hi = f->phases.n;
-    while (lo < hi) {
-        size_t m = (lo + hi) / 2;
-        if (f->phases.v[m].max_end <= a)
-            lo = m + 1;
-        else
-            hi = m;
-    }
-    for (size_t i = lo; i < f->phases.n && f->phases.v[i].ts < b; i++) {
+    for (size_t i = lo; i < end; i++) {
         if (f->phases.v[i].ts > a)
             cuts[n++] = f->phases.v[i].ts;
         if (f->phases.v[i].end > a && f->phases.v[i].end < b)
@@ -215,11 +244,21 @@ static long latest_call(const struct xr_ctx *x, const struct rank_facts *f, int6
     return -1;
 }
 
-static const struct xr_step *step_numbered(const struct xr_rank *k, int64_t number)
+/* The rank's first step (in time) numbered `number`, else NULL. */
+static const struct xr_step *step_numbered(const struct xr_rank *k, const struct rank_facts *f,
+                                           int64_t number)
 {
-    for (size_t i = 0; i < k->steps.n; i++)
-        if (k->steps.v[i].number == number)
-            return &k->steps.v[i];
+    size_t lo = 0, hi = k->steps.n;
+
+    while (lo < hi) {
+        size_t m = (lo + hi) / 2;
+        if (k->steps.v[f->by_number[m]].number < number)
+            lo = m + 1;
+        else
+            hi = m;
+    }
+    if (lo < k->steps.n && k->steps.v[f->by_number[lo]].number == number)
+        return &k->steps.v[f->by_number[lo]];
     return NULL;
 }
 
@@ -232,7 +271,7 @@ static int walk(struct xr_ctx *x, const struct rank_facts *facts, int64_t number
     size_t guard = 0;
 
     for (int r = 0; r < x->nranks; r++) {   /* the rank that ended the step last */
-        const struct xr_step *s = step_numbered(&x->ranks[r], number);
+        const struct xr_step *s = step_numbered(&x->ranks[r], &facts[r], number);
         if (s && s->end > t) {
             t = s->end;
             rank = r;
@@ -260,7 +299,7 @@ static int walk(struct xr_ctx *x, const struct rank_facts *facts, int64_t number
             break;   /* no progress: a clock that runs backwards */
         t = in->last_enter;
         if (next != rank && next < x->nranks) {
-            const struct xr_step *s = step_numbered(&x->ranks[next], number);
+            const struct xr_step *s = step_numbered(&x->ranks[next], &facts[next], number);
             if (!s)
                 break;
             rank = next;
