@@ -1152,13 +1152,20 @@ static void adapt_buffers(struct inj_cupti *c, uint64_t bytes)
     c->rate_bytes = 0;
 }
 
-/* HTAMERGE_CUPTI_DEVICE_BUFFERS=N: device buffers CUPTI allocates up
- * front per context (default 3). Under a continuous launch-bound load
- * CUPTI allocates more on the launching thread, under the driver's lock. */
+/* Device buffers for kernel timestamps that CUPTI allocates per context
+ * up front: 32 (about 100 MiB of device memory) instead of CUPTI's 3.
+ * Once those are in use CUPTI allocates another on the launching thread,
+ * under the driver's lock, and on the H200 that deadlocked against
+ * CUPTI's worker and the drain thread's flush after some seconds of
+ * continuous capture of a launch-bound loop (bench/RESULTS.md,
+ * 2026-12-02: the same loop ran to its end with 32).
+ * HTAMERGE_CUPTI_DEVICE_BUFFERS=N sets another count; 0 leaves CUPTI's. */
+enum { DEVICE_BUFFERS = 32 };
+
 static void device_buffers(struct inj *g, struct inj_cupti *c)
 {
     const char *v = getenv("HTAMERGE_CUPTI_DEVICE_BUFFERS");
-    size_t n = v && *v ? (size_t)atol(v) : 0, size = sizeof n;
+    size_t n = v && *v ? (size_t)atol(v) : DEVICE_BUFFERS, size = sizeof n;
 
     if (n > 0 && c->set_attr)
         inj_debug(g, "CUPTI device buffers pre-allocated: %zu (%s)", n,

@@ -59,6 +59,26 @@ static void test_cheap_records_all(void)
     CHECK_NEAR(b.cost, 0.006, 0.0005);
 }
 
+/* A program that loads its data with CUDA up (a few records a second:
+ * everything) and then trains at 15 % while attached: windows within a
+ * rate sample or two, not at the next re-plan. */
+static void test_cheap_start_then_costly(void)
+{
+    struct cap_budget b;
+    struct cap_budget_opts o = {.budget_pct = 2, .record_ns = 3000, .switch_ns = 2000000};
+    struct hm_capture_progress pr = {.step_now = -1};
+    int64_t now = 0;
+
+    cap_budget_init(&b, &o, now);
+    CHECK_EQ_INT(feed(&b, &pr, &now, 3, 20, 0), 1);
+    CHECK_EQ_INT(b.plan.mode, HM_CAPTURE_ALL);
+    int64_t t0 = now;
+    CHECK_EQ_INT(feed(&b, &pr, &now, 3, 50000, 25000000), 1);
+    CHECK_EQ_INT(b.plan.mode, HM_CAPTURE_STEPS);
+    CHECK(now - t0 <= S * 7 / 10);   /* was: the 2 s re-plan, then a rate averaged upwards */
+    CHECK(plan_cost(&b, 0.025, 0.002) <= 0.0201);
+}
+
 static void test_costly_steps_windows(void)
 {
     struct cap_budget b;
@@ -234,6 +254,7 @@ static void test_requests(void)
 int main(void)
 {
     test_cheap_records_all();
+    test_cheap_start_then_costly();
     test_costly_steps_windows();
     test_measured_cost();
     test_window_cost();
