@@ -24,6 +24,7 @@ while kill -0 $J 2>/dev/null; do
     size=$(grep -vc "^htamerge" "$O/$NAME.log")   # the program's own lines
     if [ "$size" = "$last" ]; then still=$((still + 1)); else still=0; last=$size; fi
     [ $still -ge "$QUIET" ] || continue
+    grep -q "^htamerge-inject.*: exit:" "$O/$NAME.log" && continue   # the program is done: htamerge finishes
     echo "quiet for $QUIET s: stacks" >>"$O/$NAME.log"
     tree=$J new=$J   # the job and its descendants (the program runs in its own session)
     while [ -n "$new" ]; do
