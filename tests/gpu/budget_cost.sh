@@ -6,7 +6,8 @@
 #         update, no optimizer object; launch-bound, a few ms a batch), its
 #         own "ms/batch" lines, the first interval left out as warm-up;
 #   heavy tests/gpu/torch_train.py at a GPU-heavy size (its per-repetition
-#         step means, the first two left out).
+#         step means after 40 warm-up steps, the first four left out: its
+#         steps drift as the GPU warms).
 # Also: a 2-rank run of the LSTM (two processes on the GPU, no DDP) whose
 # recording windows must hold the same step numbers on both ranks, and an
 # on-demand `htamerge capture --steps 40` during a default run.
@@ -30,13 +31,13 @@ H=$C/htamerge
 R=$O/budget.jsonl
 export HTAMERGE_CONTROL_DIR=$W/control
 LSTM=(python3 main.py --accel --epochs 1 --log-interval 100 --save "$W/m.pt")
-HEAVY=(python3 "$T/torch_train.py" plain --warmup 10 --steps 10 --reps 14 --batch 16 --seq 512 --d 1024 --layers 8)
+HEAVY=(python3 "$T/torch_train.py" plain --warmup 40 --steps 10 --reps 20 --batch 16 --seq 512 --d 1024 --layers 8)
 
 mean_lstm() {   # mean ms/batch after the first interval
     grep -o 'ms/batch *[0-9.]*' "$1" | awk 'NR > 1 {s += $2; n++} END {if (n) printf "%.4f", s / n}'
 }
 mean_heavy() {
-    grep '^RESULT' "$1" | python3 -c 'import json,sys; r=json.loads(sys.stdin.read()[7:]); s=r["step_ms"][2:]; print("%.4f" % (sum(s)/len(s)))'
+    grep '^RESULT' "$1" | python3 -c 'import json,sys; r=json.loads(sys.stdin.read()[7:]); s=r["step_ms"][4:]; print("%.4f" % (sum(s) / len(s)))'
 }
 
 for rep in $(seq 1 "$REPS"); do
