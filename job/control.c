@@ -261,7 +261,7 @@ void job_control_tick(struct job_control *jc, struct col_rank *col)
         char line[300];
         broadcast(jc, col);
         cap_budget_describe(&jc->b, line, sizeof line);
-        if (jc->verbose || jc->b.rate > 0)
+        if (jc->verbose || jc->b.rate >= 0)   /* CUPTI measured, if only at 0 records/s */
             hm_say("%s", line);
     }
     serve_socket(jc, col, &pr);
