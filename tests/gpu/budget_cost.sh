@@ -18,9 +18,11 @@
 # apart: floor (no CUPTI, no Python hooks: NVTX, NCCL and the collector)
 # and nocupti (floor plus the hooks).
 #
-# usage: [MODES="plain default"] [LOOPS=lstm] [EXTRA=0] tests/gpu/budget_cost.sh CARRY OUT REPS
-#        (CARRY/wlm holds the example; EXTRA=0 skips the two-rank and on-demand runs)
+# usage: [MODES="plain default"] [LOOPS=lstm] [EXTRA=0] [PACK=1] tests/gpu/budget_cost.sh CARRY OUT REPS
+#        (CARRY/wlm holds the example; EXTRA=0 skips the two-rank and on-demand runs;
+#        PACK=1 leaves OUT as one OUT.tgz, since the device returns at most 8 files)
 set -u
+exec </dev/null   # programs here must not eat a caller's script from stdin
 C=$(realpath "${1:?carry}"); O=$(realpath "${2:?out}"); REPS=${3:?reps}
 T=$(dirname "$(realpath "$0")")
 W=$(mktemp -d /tmp/hmbudget.XXXX)
@@ -69,7 +71,15 @@ for rep in $(seq 1 "$REPS"); do
     done
 done
 
-[ "${EXTRA:-1}" = 0 ] && { rm -rf "$W"; exit 0; }
+finish() {
+    rm -rf "$W"
+    cat "$R"
+    if [ "${PACK:-0}" = 1 ]; then
+        tar czf "$O.tgz" -C "$(dirname "$O")" "$(basename "$O")" && rm -rf "$O"
+    fi
+    exit 0
+}
+[ "${EXTRA:-1}" = 0 ] && finish
 # Two ranks: the same steps in every window?
 cd "$C/wlm"
 export HTAMERGE_PYTHON=python3
@@ -86,4 +96,4 @@ for _ in $(seq 1 100); do
 done
 wait $J
 python3 "$T/budget_summary.py" "$W/ondemand.db" ondemand >"$O/ondemand.json"
-rm -rf "$W"
+finish

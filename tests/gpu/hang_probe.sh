@@ -7,6 +7,7 @@
 #
 # usage: tests/gpu/hang_probe.sh CARRY OUT NAME QUIET DIR htamerge-args...
 set -u
+exec </dev/null   # programs here must not eat a caller's script from stdin
 C=$(realpath "${1:?carry}"); O=$(realpath "${2:?out}"); NAME=${3:?name}; QUIET=${4:?quiet}; D=${5:?dir}
 shift 5
 T=$(dirname "$(realpath "$0")")
