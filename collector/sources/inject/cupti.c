@@ -286,12 +286,21 @@ static void queued_launch(struct inj *g, struct inj_cupti *c, const CUpti_Activi
 
 static void on_kernel(struct inj *g, struct inj_cupti *c, const CUpti_ActivityKernel10 *k)
 {
-    char args[256];
+    char args[320];
     int n = snprintf(args, sizeof args,
                      "{\"grid\":[%d,%d,%d],\"block\":[%d,%d,%d],\"registers per thread\":%u,"
-                     "\"shared memory\":%d}",
+                     "\"shared memory\":%d",
                      k->gridX, k->gridY, k->gridZ, k->blockX, k->blockY, k->blockZ,
                      (unsigned)k->registersPerThread, k->staticSharedMemory + k->dynamicSharedMemory);
+    /* A CUDA graph's kernel: which graph and node ran it (its correlation
+     * id is the graph launch's), for grouping a replay's kernels. */
+    if (n > 0 && n < (int)sizeof args && k->graphId)
+        n += snprintf(args + n, sizeof args - (size_t)n, ",\"graph id\":%u,\"graph node id\":%llu",
+                      (unsigned)k->graphId, (unsigned long long)k->graphNodeId);
+    if (n > 0 && n + 1 < (int)sizeof args) {
+        args[n++] = '}';
+        args[n] = 0;
+    }
     if (c->lean && k->queued && k->queued != CUPTI_TIMESTAMP_UNKNOWN && k->queued <= k->start)
         queued_launch(g, c, k);
     struct hm_ring_slice s = {.correlation = c->corr_base + k->correlationId, .bytes = HM_NONE, .tid = k->streamId,
@@ -299,7 +308,7 @@ static void on_kernel(struct inj *g, struct inj_cupti *c, const CUpti_ActivityKe
                               .flags = HM_SLICE_F_STREAM_ARG};
 
     s.name = kernel_name(g, c, k->name);
-    s.args = n > 0 && n < (int)sizeof args ? inj_str(g, args, (size_t)n) : 0;
+    s.args = n > 0 && n < (int)sizeof args && args[n - 1] == '}' ? inj_str(g, args, (size_t)n) : 0;
     gpu_slice(g, &s, k->start, k->end);
 }
 
