@@ -101,7 +101,8 @@ static double switch_ns(const struct cap_budget *b, const struct hm_capture_prog
 static int plan_windows(struct cap_budget *b, const struct hm_capture_progress *pr, int64_t now_ns)
 {
     double budget = b->o.budget_pct / 100.0, cost = b->cost;
-    double sw = 2.0 * switch_ns(b, pr);   /* one attach and one detach per window */
+    /* one attach and one detach per window, unless measured with it */
+    double sw = b->win_ns >= 0 ? 0 : 2.0 * switch_ns(b, pr);
     int have_steps = pr->steps_seen >= 2 && pr->step_ns > 0 && pr->step_now >= 0;
 
     if (cost <= budget) {
@@ -111,15 +112,14 @@ static int plan_windows(struct cap_budget *b, const struct hm_capture_progress *
         return 1;
     }
     if (have_steps) {
-        double step = (double)pr->step_ns;
+        /* A measured window's cost is per detached step. */
+        double step = b->win_ns >= 0 ? (double)pr->measured.off_ns : (double)pr->step_ns;
         int64_t on = (int64_t)ceil(WINDOW_S * 1e9 / step);
         if (on < 1)
             on = 1;
         if (on > MAX_ON_STEPS)
             on = MAX_ON_STEPS;
         int64_t period = (int64_t)ceil(((double)on * step * cost + sw) / (budget * step));
-        if (b->win_ns >= 0 && b->plan.mode == HM_CAPTURE_STEPS && on == b->plan.on_steps && pr->ab_off_ns > 0)
-            period = (int64_t)ceil(b->win_ns / (budget * (double)pr->ab_off_ns));   /* measured */
         if (period <= on)
             period = on + 1;
         if (b->plan.mode == HM_CAPTURE_STEPS && b->plan.on_steps == on &&
@@ -181,18 +181,19 @@ int cap_budget_tick(struct cap_budget *b, const struct hm_capture_progress *pr, 
     /* Measured beats modelled: steps of the same run with CUPTI attached
      * against detached (the hooks' medians, switches left out). */
     b->ab = -1;
-    if (pr->ab_on_n >= AB_MIN && pr->ab_off_n >= AB_MIN && pr->ab_off_ns > 0) {
-        b->ab = (double)pr->ab_on_ns / (double)pr->ab_off_ns - 1.0;
+    const struct hm_capture_measured *m = &pr->measured;
+    if (m->on_n >= AB_MIN && m->off_n >= AB_MIN && m->off_ns > 0) {
+        b->ab = (double)m->on_ns / (double)m->off_ns - 1.0;
         b->cost = b->ab > 0.001 ? b->ab : 0.001;
     }
     /* Better still: what whole windows of this plan cost, switches and
      * all, over as many detached steps. As a cost while attached it is
      * per window step; the plan's period follows from it directly. */
     b->win_ns = -1;
-    if (pr->win_n >= WIN_MIN && pr->ab_off_n >= AB_MIN && pr->ab_off_ns > 0 &&
-        b->plan.mode == HM_CAPTURE_STEPS && b->plan.on_steps > 0) {
-        b->win_ns = pr->win_excess_ns > 0 ? (double)pr->win_excess_ns : 0;
-        double per_step = b->win_ns / ((double)b->plan.on_steps * (double)pr->ab_off_ns);
+    if (m->win_n >= WIN_MIN && m->off_n >= AB_MIN && m->off_ns > 0 && b->plan.mode == HM_CAPTURE_STEPS &&
+        b->plan.on_steps > 0) {
+        b->win_ns = m->win_excess_ns > 0 ? (double)m->win_excess_ns : 0;
+        double per_step = b->win_ns / ((double)b->plan.on_steps * (double)m->off_ns);
         b->cost = per_step > 0.001 ? per_step : 0.001;
     }
     /* Steps became known after a plan in time: windows move to steps. */

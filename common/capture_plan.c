@@ -114,11 +114,8 @@ void hm_capture_progress_get(const void *area, struct hm_capture_progress *pr)
     pr->cupti_switches = atomic_load_explicit(&a->cupti_switches, memory_order_relaxed);
     pr->cupti_switch_ns = atomic_load_explicit(&a->cupti_switch_ns, memory_order_relaxed);
     int64_t v[MEASURED_WORDS];   /* the measurements belong together */
-    struct hm_capture_measured m;
     seq_read(&a->ab_gen, a->ab, v, MEASURED_WORDS);
-    memcpy(&m, v, sizeof m);
-    pr->ab_on_ns = m.on_ns, pr->ab_on_n = m.on_n, pr->ab_off_ns = m.off_ns, pr->ab_off_n = m.off_n;
-    pr->win_excess_ns = m.win_excess_ns, pr->win_n = m.win_n;
+    memcpy(&pr->measured, v, sizeof pr->measured);
 }
 
 static int requested_step(const struct hm_capture_plan *p, int64_t s)

@@ -41,6 +41,20 @@ struct hm_capture_plan {
     double est_cost_pct;     /* rank 0's estimate of CUPTI's cost while attached */
 };
 
+/* What the Python hooks measure of CUPTI's cost under a plan of steps. */
+struct hm_capture_measured {
+    /* Median duration of recent whole steps with CUPTI attached and
+     * detached (steps with a switch left out), and how many steps each
+     * median is of: the A/B cost. */
+    int64_t on_ns, on_n, off_ns, off_n;
+    /* What one whole window cost the program over the detached median:
+     * its steps from the attach through the step after the detach, so
+     * that the switches and whatever CUPTI does lazily after an attach
+     * (instrumenting each kernel again) count. Median of the last
+     * windows, and how many windows it is of. */
+    int64_t win_excess_ns, win_n;
+};
+
 /* What the sources report back (each field has one writer). */
 struct hm_capture_progress {
     int64_t step_now;        /* the Python hooks: the step in progress (0-based), -1 none yet */
@@ -50,16 +64,7 @@ struct hm_capture_progress {
     int64_t cupti_attached_ns; /* the injection library: time CUPTI was attached so far */
     int64_t cupti_switches;  /* the injection library: attaches and detaches for windows */
     int64_t cupti_switch_ns; /* the injection library: program time they took */
-    /* The hooks: median duration of recent whole steps with CUPTI attached
-     * and detached under a plan of steps (steps with a switch left out),
-     * and how many steps each median is of: the measured A/B cost. */
-    int64_t ab_on_ns, ab_on_n, ab_off_ns, ab_off_n;
-    /* The hooks: what one whole window cost the program, over the
-     * detached median: its steps from the attach through the step after
-     * the detach, so that the switches and whatever CUPTI does lazily
-     * after an attach (instrumenting each kernel again) count. Median of
-     * the last windows, and how many windows it is of. */
-    int64_t win_excess_ns, win_n;
+    struct hm_capture_measured measured;   /* the hooks', published together */
 };
 
 /* Bytes of control area the plan and progress need (hm_ring_control_area
@@ -77,11 +82,6 @@ uint64_t hm_capture_plan_get(const void *area, struct hm_capture_plan *p);
 /* Progress: the writers' stores and the collector's read. */
 void hm_capture_progress_step(void *area, int64_t step_now, int64_t step_ns);
 void hm_capture_progress_cupti(void *area, int64_t records, int64_t attached_ns);
-/* The hooks' measurements (see struct hm_capture_progress): the A/B step
- * medians and the cost of a window, published together. */
-struct hm_capture_measured {
-    int64_t on_ns, on_n, off_ns, off_n, win_excess_ns, win_n;
-};
 void hm_capture_progress_measured(void *area, const struct hm_capture_measured *m);
 /* One attach or detach for a window took ns of the program's time. */
 void hm_capture_progress_switch(void *area, int64_t ns);

@@ -18,8 +18,7 @@
  * buf_complete (its worker thread, or whoever flushes); they are queued for
  * our drain thread, which turns them into records, zeroes them back into
  * the pool and tops the pool up, flushes CUPTI every FLUSH_MS so records
- * stream while the job runs (choose_flusher: or CUPTI's worker does), and
- * stamps the ring heartbeat. No training
+ * stream while the job runs, and stamps the ring heartbeat. No training
  * thread parses, zeroes or (unless the pool ran dry: a counted miss)
  * allocates a buffer. At exit inj_cupti_stop forces a last flush, drains
  * and frees the pool. */
@@ -37,7 +36,7 @@
 #define INJ_CUPTI_SONAME "libcupti.so"
 #endif
 
-enum { BUF_BYTES = 4 << 20, MIN_BUF_BYTES = 128 << 10, FLUSH_MS = 500, WAKE_MS = 100, NAME_CACHE = 8192, MAX_CTX = 128 };
+enum { BUF_BYTES = 4 << 20, FLUSH_MS = 500, WAKE_MS = 100, NAME_CACHE = 8192, MAX_CTX = 128 };
 enum { SPARE_BUFS = 4 };       /* pool refill target: requests between two drain wakes */
 
 /* CUPTI functions we call, resolved from the loaded library. */
@@ -64,11 +63,6 @@ struct inj_cupti {
     __typeof__(&cuptiActivityEnableRuntimeApi) enable_rt_api;   /* per-call tracing, */
     __typeof__(&cuptiActivityEnableDriverApi) enable_drv_api;   /* NULL before CUPTI 12.6 */
     __typeof__(&cuptiActivitySetAttribute) set_attr;             /* NULL: not exported */
-    __typeof__(&cuptiActivityFlushPeriod) flush_period;          /* NULL: not exported */
-    int drain_flushes;         /* no CUPTI flush period: the drain thread flushes */
-    _Atomic size_t buf_size;   /* what a buffer handed to CUPTI holds (<= BUF_BYTES) */
-    int64_t rate_t0_ns;        /* drain thread: bytes of records since then */
-    uint64_t rate_bytes;
     CUpti_SubscriberHandle sub;
     /* What enable_all turned on, so that a capture range (cupti-range:
      * cudaProfilerStart/Stop) can turn exactly that off and on again. */
@@ -437,7 +431,7 @@ static void CUPTIAPI buf_request(uint8_t **buffer, size_t *size, size_t *max_rec
         }
     }
     *buffer = b ? inj_cbuf_data(b) : NULL;
-    *size = b ? atomic_load(&c->buf_size) : 0;
+    *size = b ? BUF_BYTES : 0;
     *max_records = 0;
 }
 
@@ -474,21 +468,16 @@ static struct inj_cbuf *take_all(struct inj_cupti *c)
     return b;
 }
 
-/* Returns the bytes of records parsed. */
-static uint64_t parse_list(struct inj *g, struct inj_cupti *c, struct inj_cbuf *b)
+static void parse_list(struct inj *g, struct inj_cupti *c, struct inj_cbuf *b)
 {
-    uint64_t bytes = 0;
     while (b) {
         struct inj_cbuf *next = b->next;
-        bytes += b->valid;
         parse_buffer(g, c, b);
         b = next;
     }
-    return bytes;
 }
 
 static CUptiResult subscribe(struct inj_cupti *c, char *why, size_t len);
-static void adapt_buffers(struct inj_cupti *c, uint64_t bytes);
 static void set_recording(struct inj *g, struct inj_cupti *c, int on);
 static void switch_recording(struct inj *g, struct inj_cupti *c, int on, int say);
 static int enable_all(struct inj *g, struct inj_cupti *c, int sync, char *why, size_t len);
@@ -578,8 +567,6 @@ static void reattach(struct inj *g, struct inj_cupti *c, int say_recording)
         c->no_detach = 1;
         return;
     }
-    if (!c->drain_flushes && c->flush_period)
-        c->flush_period(FLUSH_MS);   /* a new CUPTI session after cuptiFinalize */
     atomic_store(&c->wstate, WIN_ATTACHED);
     mark_attached(c, 1);
     hm_capture_progress_switch(hm_ring_control_area(g->ring), mono_ns() - t0);
@@ -809,7 +796,7 @@ static void *drain_main(void *arg)
             pthread_cond_timedwait(&c->cv, &c->mu, &until);
         struct inj_cbuf *list = take_all(c);
         pthread_mutex_unlock(&c->mu);
-        adapt_buffers(c, parse_list(g, c, list));
+        parse_list(g, c, list);
         inj_cbuf_pool_refill(&c->pool);
         hm_ring_heartbeat(g->ring);
         pthread_mutex_lock(&c->win_mu);
@@ -817,7 +804,7 @@ static void *drain_main(void *arg)
             window_tick(g, c);
         pthread_mutex_unlock(&c->win_mu);
         publish_progress(g, c);
-        if (c->drain_flushes && mono_ms() - flushed >= FLUSH_MS && atomic_load(&c->wstate) == WIN_ATTACHED) {
+        if (mono_ms() - flushed >= FLUSH_MS && atomic_load(&c->wstate) == WIN_ATTACHED) {
             int64_t t0 = mono_ms();
             c->cuptiActivityFlushAll(0);   /* completes buffers on this thread: mu not held */
             flushed = mono_ms();
@@ -869,7 +856,6 @@ static int load(struct inj_cupti *c, char *why, size_t len)
     *(void **)&c->enable_rt_api = dlsym(c->lib, "cuptiActivityEnableRuntimeApi");
     *(void **)&c->enable_drv_api = dlsym(c->lib, "cuptiActivityEnableDriverApi");
     *(void **)&c->set_attr = dlsym(c->lib, "cuptiActivitySetAttribute");
-    *(void **)&c->flush_period = dlsym(c->lib, "cuptiActivityFlushPeriod");
     return 0;
 }
 
@@ -1120,47 +1106,6 @@ static void window_setup(struct inj *g, struct inj_cupti *c)
     inj_debug(g, "CUPTI records %lld ms of every %lld ms", on, period);
 }
 
-/* Who flushes CUPTI while it records: the drain thread, every FLUSH_MS.
- * HTAMERGE_CUPTI_FLUSH=worker hands it to CUPTI's own worker thread
- * (cuptiActivityFlushPeriod), with buffers sized to about FLUSH_MS of
- * records, since the worker hands back full buffers only. Tried against
- * a deadlock in continuous capture (bench/RESULTS.md, 2026-12-02): the
- * worker then held every buffer given to it, and the program stopped at
- * the same batch. */
-static void choose_flusher(struct inj *g, struct inj_cupti *c)
-{
-    const char *v = getenv("HTAMERGE_CUPTI_FLUSH");
-
-    atomic_store(&c->buf_size, (size_t)BUF_BYTES);
-    c->rate_t0_ns = mono_ns();
-    c->drain_flushes = !(v && !strcmp(v, "worker")) || !c->flush_period ||
-                       c->flush_period(FLUSH_MS) != CUPTI_SUCCESS;
-    inj_debug(g, "CUPTI flushed by %s", c->drain_flushes ? "htamerge's drain thread" : "CUPTI's worker");
-}
-
-/* Buffers of about FLUSH_MS of records at the recent rate (drain thread,
- * every second or so), so that CUPTI's worker, which hands back full
- * buffers only, delivers a steady stream. */
-static void adapt_buffers(struct inj_cupti *c, uint64_t bytes)
-{
-    int64_t now = mono_ns(), dt = now - c->rate_t0_ns;
-
-    c->rate_bytes += bytes;
-    if (atomic_load(&c->wstate) != WIN_ATTACHED) {
-        c->rate_t0_ns = now;   /* a rate of attached time only */
-        c->rate_bytes = 0;
-        return;
-    }
-    if (c->drain_flushes || dt < 1000000000LL)
-        return;
-    double want = (double)c->rate_bytes * (FLUSH_MS * 1e6) / (double)dt;
-    size_t size = want >= BUF_BYTES ? (size_t)BUF_BYTES : want <= MIN_BUF_BYTES ? (size_t)MIN_BUF_BYTES
-                                                                                 : (size_t)want & ~(size_t)4095;
-    atomic_store(&c->buf_size, size);
-    c->rate_t0_ns = now;
-    c->rate_bytes = 0;
-}
-
 /* Device buffers for kernel timestamps that CUPTI allocates per context
  * up front: 32 (about 100 MiB of device memory) instead of CUPTI's 3.
  * Once those are in use CUPTI allocates another on the launching thread,
@@ -1176,10 +1121,10 @@ static void device_buffers(struct inj *g, struct inj_cupti *c)
     const char *v = getenv("HTAMERGE_CUPTI_DEVICE_BUFFERS");
     size_t n = v && *v ? (size_t)atol(v) : DEVICE_BUFFERS, size = sizeof n;
 
-    if (n > 0 && c->set_attr)
-        inj_debug(g, "CUPTI device buffers pre-allocated: %zu (%s)", n,
-                  c->set_attr(CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_PRE_ALLOCATE_VALUE, &size, &n) == CUPTI_SUCCESS
-                      ? "set" : "refused");
+    if (n == 0 || !c->set_attr)
+        return;
+    CUptiResult r = c->set_attr(CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_PRE_ALLOCATE_VALUE, &size, &n);
+    inj_debug(g, "CUPTI device buffers pre-allocated: %zu (%s)", n, r == CUPTI_SUCCESS ? "set" : "refused");
 }
 
 int inj_cupti_start(struct inj *g)
@@ -1215,7 +1160,6 @@ int inj_cupti_start(struct inj *g)
     else
         c->no_detach = 1;   /* the program's cudaProfilerStart/Stop decide */
     atomic_store(&c->hook_want, -1);
-    choose_flusher(g, c);
     mark_attached(c, 1);
     if (pthread_create(&c->thread, NULL, drain_main, g) == 0)
         c->thread_started = 1;

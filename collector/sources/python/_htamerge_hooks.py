@@ -324,8 +324,7 @@ class _Capture:
                 cls.switched_at = step   # this step pays the switch: no A/B sample
                 if cls.cupti and win and not req:
                     if cls.win is not None and cls.win[1] is not None:
-                        cls.wins.append((cls.win[2], cls.win[3]))   # ends where the next begins
-                        del cls.wins[:-cls.WIN_KEEP]
+                        cls.close_window()   # it ends where the next begins
                     cls.win = [step, None, 0, 0]
                 elif not cls.cupti and cls.win is not None:
                     cls.win[1] = step + 1
@@ -352,9 +351,7 @@ class _Capture:
             w[2] += dur
             w[3] += 1
             if w[1] is not None and step >= w[1]:
-                cls.wins.append((w[2], w[3]))
-                del cls.wins[:-cls.WIN_KEEP]
-                cls.win = None
+                cls.close_window()
                 cls.ab_new = cls.AB_EVERY   # publish now
         st = cls.state_of.pop(step, None)
         if st is not None and dur > 0:
@@ -366,6 +363,12 @@ class _Capture:
         if cls.ab_new >= cls.AB_EVERY and cls.durs[0]:
             cls.ab_new = 0
             cls.publish()
+
+    @classmethod
+    def close_window(cls):
+        cls.wins.append((cls.win[2], cls.win[3]))
+        del cls.wins[:-cls.WIN_KEEP]
+        cls.win = None
 
     @classmethod
     def publish(cls):

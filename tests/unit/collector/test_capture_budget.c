@@ -118,7 +118,7 @@ static void start_windows(struct cap_budget *b, struct hm_capture_progress *pr, 
     *now = 0;
     cap_budget_init(b, &o, *now);
     CHECK_EQ_INT(feed(b, pr, now, 1.5, 50000, 25000000), 1);   /* est. 15 % */
-    pr->ab_on_ns = 26250000, pr->ab_on_n = 20, pr->ab_off_ns = 25000000, pr->ab_off_n = 40;
+    pr->measured = (struct hm_capture_measured){.on_ns = 26250000, .on_n = 20, .off_ns = 25000000, .off_n = 40};
 }
 
 static void test_measured_cost(void)
@@ -137,7 +137,7 @@ static void test_measured_cost(void)
     char line[300];
     cap_budget_describe(&b, line, sizeof line);
     CHECK_CONTAINS(line, "measured on steps with and without it");
-    pr.ab_on_n = 10;   /* too few: the model again */
+    pr.measured.on_n = 10;   /* too few: the model again */
     CHECK_EQ_INT(feed(&b, &pr, &now, 6, 50000, 25000000), 1);
     CHECK_NEAR(b.cost, 0.15, 0.01);
 }
@@ -155,10 +155,10 @@ static void test_window_cost(void)
     start_windows(&b, &pr, &now);
     int64_t on = b.plan.on_steps;
     CHECK_EQ_INT(on, 20);
-    pr.win_excess_ns = 100000000, pr.win_n = 1;   /* one window: not yet believed */
+    pr.measured.win_excess_ns = 100000000, pr.measured.win_n = 1;   /* one window: not yet believed */
     feed(&b, &pr, &now, 6, 50000, 25000000);
     CHECK(b.win_ns < 0);
-    pr.win_n = 3;   /* 100 ms a window at 2 % of 25 ms steps: 200 steps */
+    pr.measured.win_n = 3;   /* 100 ms a window at 2 % of 25 ms steps: 200 steps */
     CHECK_EQ_INT(feed(&b, &pr, &now, 6, 50000, 25000000), 1);
     CHECK_NEAR(b.win_ns, 1e8, 1);
     CHECK_EQ_INT(b.plan.on_steps, on);
@@ -167,7 +167,7 @@ static void test_window_cost(void)
     char line[300];
     cap_budget_describe(&b, line, sizeof line);
     CHECK_CONTAINS(line, "a window costs 100.0 ms over detached steps");
-    pr.win_excess_ns = 5000000;   /* 5 ms a window: 1 % while attached */
+    pr.measured.win_excess_ns = 5000000;   /* 5 ms a window: 1 % while attached */
     CHECK_EQ_INT(feed(&b, &pr, &now, 6, 50000, 25000000), 1);
     CHECK_EQ_INT(b.plan.mode, HM_CAPTURE_ALL);
 }
