@@ -21,6 +21,7 @@ static const char *const cat_names[HM_CAT__COUNT] = {
     [HM_CAT_OVERHEAD] = "overhead",
     [HM_CAT_TRACE] = "Trace",
     [HM_CAT_NVTX] = "nvtx",
+    [HM_CAT_CUDA_GRAPH] = "cuda_graph",
 };
 
 enum hm_cat hm_cat_parse(const char *s, unsigned len)

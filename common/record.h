@@ -36,6 +36,7 @@ enum hm_cat {
     HM_CAT_OVERHEAD,
     HM_CAT_TRACE,
     HM_CAT_NVTX,
+    HM_CAT_CUDA_GRAPH,     /* a CUDA graph node made or an executable graph instantiated (CUPTI) */
     HM_CAT__COUNT
 };
 

@@ -63,6 +63,9 @@ struct inj_cupti {
     __typeof__(&cuptiActivityEnableRuntimeApi) enable_rt_api;   /* per-call tracing, */
     __typeof__(&cuptiActivityEnableDriverApi) enable_drv_api;   /* NULL before CUPTI 12.6 */
     __typeof__(&cuptiActivitySetAttribute) set_attr;             /* NULL: not exported */
+    __typeof__(&cuptiGetGraphNodeId) graph_node_id;              /* NULL: no graph ids */
+    __typeof__(&cuptiGetGraphId) graph_id;
+    __typeof__(&cuptiGetGraphExecId) graph_exec_id;
     CUpti_SubscriberHandle sub;
     /* What enable_all turned on, so that a capture range (cupti-range:
      * cudaProfilerStart/Stop) can turn exactly that off and on again. */
@@ -73,6 +76,8 @@ struct inj_cupti {
     pthread_mutex_t rec_mu;    /* guards recording: the profiler calls may race */
     int recording;             /* activity records on (1) or paused by cudaProfilerStop (0) */
     int lean;                  /* cupti-lean: launches from kernels' queued time, no launch API records */
+    int graph_launches;        /* cudaGraphLaunch is recorded (also under lean): a graph's
+                                  kernels need no launch rebuilt from their queued time */
     int64_t win_on_ms, win_period_ms;   /* HTAMERGE_CUPTI_WINDOW; period 0: always on */
     int64_t win_start_ms;      /* mono_ms() when the windows began */
     _Atomic int wstate;        /* enum win_state */
@@ -194,7 +199,9 @@ static int api_wanted(const char *name, int driver, int lean)
                                      "EventRecord", "Malloc", "Free"};
     if (driver)
         return !lean && (!strncmp(name, "cuLaunch", 8) || !strncmp(name, "cuGraphLaunch", 13));
-    if (lean && strstr(name, "Launch"))
+    /* A graph launch is one call per replay, not one per kernel: cheap, and
+     * the only record of the thread and time that replayed the graph. */
+    if (lean && strstr(name, "Launch") && !strstr(name, "GraphLaunch"))
         return 0;
     for (size_t i = 0; i < sizeof rt / sizeof rt[0]; i++)
         if (strstr(name, rt[i]))
@@ -295,7 +302,8 @@ static void on_kernel(struct inj *g, struct inj_cupti *c, const CUpti_ActivityKe
         args[n++] = '}';
         args[n] = 0;
     }
-    if (c->lean && k->queued && k->queued != CUPTI_TIMESTAMP_UNKNOWN && k->queued <= k->start)
+    if (c->lean && !(k->graphId && c->graph_launches) && k->queued && k->queued != CUPTI_TIMESTAMP_UNKNOWN &&
+        k->queued <= k->start)
         queued_launch(g, c, k);
     struct hm_ring_slice s = {.correlation = c->corr_base + k->correlationId, .bytes = HM_NONE, .tid = k->streamId,
                               .pid = (int32_t)k->deviceId, .cat = HM_CAT_KERNEL,
@@ -481,6 +489,7 @@ static CUptiResult subscribe(struct inj_cupti *c, char *why, size_t len);
 static void set_recording(struct inj *g, struct inj_cupti *c, int on);
 static void switch_recording(struct inj *g, struct inj_cupti *c, int on, int say);
 static int enable_all(struct inj *g, struct inj_cupti *c, int sync, char *why, size_t len);
+static void graph_callbacks(struct inj *g, struct inj_cupti *c);
 
 /* Recording windows (HTAMERGE_CUPTI_WINDOW=ON_MS/PERIOD_MS): CUPTI is
  * attached for the first ON_MS of every PERIOD_MS and detached in between
@@ -567,6 +576,7 @@ static void reattach(struct inj *g, struct inj_cupti *c, int say_recording)
         c->no_detach = 1;
         return;
     }
+    graph_callbacks(g, c);
     atomic_store(&c->wstate, WIN_ATTACHED);
     mark_attached(c, 1);
     hm_capture_progress_switch(hm_ring_control_area(g->ring), mono_ns() - t0);
@@ -856,6 +866,9 @@ static int load(struct inj_cupti *c, char *why, size_t len)
     *(void **)&c->enable_rt_api = dlsym(c->lib, "cuptiActivityEnableRuntimeApi");
     *(void **)&c->enable_drv_api = dlsym(c->lib, "cuptiActivityEnableDriverApi");
     *(void **)&c->set_attr = dlsym(c->lib, "cuptiActivitySetAttribute");
+    *(void **)&c->graph_node_id = dlsym(c->lib, "cuptiGetGraphNodeId");
+    *(void **)&c->graph_id = dlsym(c->lib, "cuptiGetGraphId");
+    *(void **)&c->graph_exec_id = dlsym(c->lib, "cuptiGetGraphExecId");
     return 0;
 }
 
@@ -899,6 +912,7 @@ static int enable_some_apis(struct inj_cupti *c)
         if (c->nrt == MAX_APIS || c->enable_rt_api(id, 1) != CUPTI_SUCCESS)
             return -1;
         c->rt_apis[c->nrt++] = id;
+        c->graph_launches |= strstr(name, "GraphLaunch") != NULL;
     }
     for (uint32_t id = 1; id < CUPTI_DRIVER_TRACE_CBID_SIZE; id++) {
         name = NULL;
@@ -920,6 +934,7 @@ static void forget_apis(struct inj_cupti *c)
     for (size_t i = 0; i < c->ndrv; i++)
         c->enable_drv_api(c->drv_apis[i], 0);
     c->nrt = c->ndrv = 0;
+    c->graph_launches = 0;
 }
 
 /* HTAMERGE_CUPTI_KINDS (a diagnostic for the overhead benchmark): which
@@ -1035,6 +1050,81 @@ static void set_recording(struct inj *g, struct inj_cupti *c, int on)
     switch_recording(g, c, on, 1);
 }
 
+/* ---- CUDA graphs ------------------------------------------------------------------ */
+
+/* A graph node made (by stream capture, inside the captured call, or by
+ * explicit creation), a node cloned (when a graph is instantiated or
+ * cloned), or an executable graph made: an instant slice of category
+ * cuda_graph on the calling thread, args holding CUPTI's ids. A replayed
+ * kernel's record names the node of the executable graph, a clone: the
+ * merger follows "original graph node id" back to the node made at
+ * capture, and takes the ranges open on this thread at that moment as
+ * the kernel's capture context (analysis/cross_rank/graph_kernels.c).
+ * Runs on the program's thread, a few hundred times per graph built. */
+static void graph_made(struct inj *g, struct inj_cupti *c, CUpti_CallbackId cbid, const CUpti_ResourceData *rd)
+{
+    const CUpti_GraphData *d = rd->resourceDescriptor;
+    uint64_t node = 0, orig = 0;
+    uint32_t graph = 0, ograph = 0, exec = 0;
+    const char *what;
+    char args[224];
+    int n;
+
+    if (!d || !c->graph_node_id || !c->graph_id || c->pid != g->pid)
+        return;
+    if (d->graph)
+        c->graph_id(d->graph, &graph);
+    switch (cbid) {
+    case CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED:
+        if (!d->node || c->graph_node_id(d->node, &node) != CUPTI_SUCCESS)
+            return;
+        what = "graph node created";
+        n = snprintf(args, sizeof args, "{\"graph id\":%u,\"graph node id\":%llu,\"node type\":%d}", graph,
+                     (unsigned long long)node, (int)d->nodeType);
+        break;
+    case CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED:
+        if (!d->node || !d->originalNode || c->graph_node_id(d->node, &node) != CUPTI_SUCCESS ||
+            c->graph_node_id(d->originalNode, &orig) != CUPTI_SUCCESS)
+            return;
+        if (d->originalGraph)
+            c->graph_id(d->originalGraph, &ograph);
+        what = "graph node cloned";
+        n = snprintf(args, sizeof args,
+                     "{\"graph id\":%u,\"graph node id\":%llu,\"original graph id\":%u,"
+                     "\"original graph node id\":%llu,\"node type\":%d}",
+                     graph, (unsigned long long)node, ograph, (unsigned long long)orig, (int)d->nodeType);
+        break;
+    case CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED:
+        if (!d->graphExec || !c->graph_exec_id || c->graph_exec_id(d->graphExec, &exec) != CUPTI_SUCCESS)
+            return;
+        what = "graph instantiated";
+        n = snprintf(args, sizeof args, "{\"graph id\":%u,\"graph exec id\":%u}", graph, exec);
+        break;
+    default:
+        return;
+    }
+    struct hm_ring_slice s = {.ts = inj_now(g), .correlation = HM_NONE, .bytes = HM_NONE, .tid = inj_tid(),
+                              .pid = (int32_t)c->pid, .kind = HM_TRACK_CPU_THREAD, .cat = HM_CAT_CUDA_GRAPH};
+    s.name = inj_cstr(g, what);
+    s.args = n > 0 && n < (int)sizeof args ? inj_str_fresh(g, args, (size_t)n) : 0;
+    inj_emit(g, HM_RING_SLICE, &s, sizeof s);
+}
+
+/* Asks for graph_made's callbacks on the subscriber (at each attach: a
+ * detach drops them). Without them kernels still carry their graph and
+ * node ids, only not where the node was made. */
+static void graph_callbacks(struct inj *g, struct inj_cupti *c)
+{
+    static const CUpti_CallbackId ids[] = {CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED,
+                                           CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED,
+                                           CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED};
+    int ok = c->sub && c->graph_node_id && c->graph_id;
+
+    for (size_t i = 0; ok && i < sizeof ids / sizeof ids[0]; i++)
+        ok = c->cuptiEnableCallback(1, c->sub, CUPTI_CB_DOMAIN_RESOURCE, ids[i]) == CUPTI_SUCCESS;
+    inj_debug(g, "CUPTI graph node callbacks %s", ok ? "on" : "unavailable");
+}
+
 /* cudaProfilerStart / cuProfilerStart (after the call) and their Stop
  * (before it): the capture range, as nsys --capture-range=cudaProfilerApi.
  * The runtime call goes through the driver's, so either may fire first;
@@ -1047,6 +1137,10 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain, CU
     int start, stop;
 
     (void)userdata;
+    if (g->cupti && data && domain == CUPTI_CB_DOMAIN_RESOURCE) {
+        graph_made(g, g->cupti, cbid, data);
+        return;
+    }
     if (!g->cupti || !cd || (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API))
         return;
     if (detach_here(g, g->cupti, cd))
@@ -1153,6 +1247,7 @@ int inj_cupti_start(struct inj *g)
     g->cupti = c;   /* buf_request and buf_complete look here */
     if (enable_all(g, c, c->sync, why, sizeof why) != 0)
         goto off_subscribed;
+    graph_callbacks(g, c);
     if ((g->capture & INJ_CAP_CUPTI_RANGE) && range_start(g, c, why, sizeof why) != 0)
         goto off_subscribed;
     if (!(g->capture & INJ_CAP_CUPTI_RANGE))

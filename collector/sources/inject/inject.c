@@ -123,6 +123,15 @@ uint32_t inj_str(struct inj *g, const char *text, size_t len)
     return define(g, new_id(st), text, len);
 }
 
+/* Texts that never repeat (a graph node's ids) would only fill the
+ * interning table: each gets a fresh id, defined once. */
+uint32_t inj_str_fresh(struct inj *g, const char *text, size_t len)
+{
+    if (!g->ring || len > HM_RING_MAX_PAYLOAD - 64)
+        return 0;
+    return define(g, new_id(&g->strings), text, len);
+}
+
 uint32_t inj_cstr(struct inj *g, const char *text)
 {
     return text ? inj_str(g, text, strlen(text)) : 0;

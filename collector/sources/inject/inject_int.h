@@ -199,6 +199,8 @@ int64_t inj_time(const struct inj *g, int64_t real_ns);
 /* String id of text[0..len) (interned), or 0 when inert or dropped. */
 uint32_t inj_str(struct inj *g, const char *text, size_t len);
 uint32_t inj_cstr(struct inj *g, const char *text);
+/* A string id for a text used once: not interned. 0 when inert or dropped. */
+uint32_t inj_str_fresh(struct inj *g, const char *text, size_t len);
 
 /* Writes one ring record; never blocks (drops are counted by the ring). */
 void inj_emit(struct inj *g, uint16_t type, const void *payload, uint32_t len);
