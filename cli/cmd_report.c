@@ -13,7 +13,7 @@
 static const char report_help_head[] =
     "usage: htamerge report FILE.db [TOPIC] [--format table|json|csv] [--ranks LIST]\n"
     "                       [--all-ranks] [--steps LIST] [--all-steps] [--top N]\n"
-    "                       [--method scalasca|hta]\n"
+    "                       [--method scalasca|hta] [--by graph]\n"
     "\n"
     "topics:\n";
 
@@ -41,6 +41,8 @@ static const char report_help_options[] =
     "      --method M   stragglers: scalasca (default: wait states on aligned enter times)\n"
     "                   or hta (HTA's get_potential_stragglers: late-starting ncclKernel*)\n"
     "      --candidates K  ranks --method hta names (default 2, as HTA)\n"
+    "      --by graph   kernels: per CUDA graph (live capture), its launches, kernels,\n"
+    "                   GPU time and the ranges its nodes were captured in\n"
     "\n"
     "exit status: 0 ok, 1 the file cannot be read, 2 bad command line.\n"
     "\n"
@@ -52,7 +54,8 @@ static const char report_help_options[] =
     "  htamerge report run.db stragglers --method hta\n"
     "  htamerge report run.db steps --steps 3-5 --ranks 0,2\n"
     "  htamerge report run.db temporal --all-ranks --format csv > temporal.csv\n"
-    "  htamerge report run.db kernels --top 5 --format csv > kernels.csv\n";
+    "  htamerge report run.db kernels --top 5 --format csv > kernels.csv\n"
+    "  htamerge report run.db kernels --by graph\n";
 
 /* report --help: the topics are those of the table in query/topics.c. */
 static void report_help(FILE *out)
@@ -104,7 +107,8 @@ int cli_report(int argc, char **argv)
         {"steps", required_argument, 0, 's'},  {"all-steps", no_argument, 0, 'a'},
         {"top", required_argument, 0, 'n'},    {"help", no_argument, 0, 'h'},
         {"method", required_argument, 0, 'M'}, {"candidates", required_argument, 0, 'K'},
-        {"all-ranks", no_argument, 0, 'A'},    {0, 0, 0, 0}};
+        {"all-ranks", no_argument, 0, 'A'},    {"by", required_argument, 0, 'B'},
+        {0, 0, 0, 0}};
     struct qry_report_opts o = {.topic = "summary"};
     enum qry_format fmt = QRY_FORMAT_TABLE;
     int64_t *ranks = NULL, *steps = NULL;
@@ -154,6 +158,13 @@ int cli_report(int argc, char **argv)
                 return CLI_EXIT_USAGE;
             }
             break;
+        case 'B':
+            if (strcmp(optarg, "graph") != 0) {
+                hm_say("report: unknown grouping --by '%s' (graph)", optarg);
+                return CLI_EXIT_USAGE;
+            }
+            o.by = optarg;
+            break;
         case 'h': report_help(stdout); return CLI_EXIT_OK;
         default: report_help(stderr); return CLI_EXIT_USAGE;
         }
@@ -166,6 +177,9 @@ int cli_report(int argc, char **argv)
         o.topic = argv[optind + 1];
     if (optind + 2 < argc || !qry_topic_find(o.topic)) {
         hm_say("report: unknown topic '%s' (try `htamerge report --help`)", o.topic);
+        rc = CLI_EXIT_USAGE;
+    } else if (o.by && strcmp(o.topic, "kernels") != 0) {
+        hm_say("report: --by graph applies to the kernels topic");
         rc = CLI_EXIT_USAGE;
     } else {
         rc = run_report(argv[optind], &o, fmt);

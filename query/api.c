@@ -209,7 +209,7 @@ static int param_steps(struct qry_call *c, int64_t *steps, int *n)
     return 0;
 }
 
-/* /api/report/{topic}?all_steps=&ranks=&all_ranks=&steps=&top= : report --format json. */
+/* /api/report/{topic}?all_steps=&ranks=&all_ranks=&steps=&top=&by= : report --format json. */
 static int api_report(struct qry_dbh *h, struct qry_call *c, const char *topic)
 {
     int64_t steps[QRY_MAX_RANKS];
@@ -231,6 +231,9 @@ static int api_report(struct qry_dbh *h, struct qry_call *c, const char *topic)
     o.steps = nsteps > 0 ? steps : NULL;
     o.nsteps = nsteps;
     o.top_kernels = (int)top;
+    o.by = qry_call_param(c, "by");
+    if (o.by && !*o.by)
+        o.by = NULL;
     if (!qry_topic_find(topic))
         return reply_error(c, 404, "unknown report topic '%.60s'", topic);
     if ((rc = qry_report_build(h->db, &o, &doc, &err)) != 0)

@@ -337,6 +337,9 @@ int qry_report_build(sqlite3 *db, const struct qry_report_opts *o, cJSON **out, 
         return hm_err_set(err, HM_EINVAL, NULL, -1, "unknown report topic '%s'", o->topic);
     if (o->steps && !(t->flags & QRY_TOPIC_STEPS))
         return steps_refused(err);
+    if (o->by && (strcmp(t->name, "kernels") != 0 || strcmp(o->by, "graph") != 0))
+        return hm_err_set(err, HM_EINVAL, NULL, -1, "by '%s' is not known for topic %s (kernels: graph)", o->by,
+                          t->name);
     if (!(doc = cJSON_CreateObject()))
         return hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
     rc = t->flags & QRY_TOPIC_GPU_TIME ? qry_report_recording_note(db, doc, err) : 0;

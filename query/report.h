@@ -29,6 +29,7 @@ struct qry_report_opts {
     int all_ranks;           /* every rank's rows even past QRY_RANKS_LISTED_AT ranks */
     const char *method;      /* stragglers: NULL or "scalasca" (default), "hta" */
     int candidates;          /* stragglers --method hta: ranks to name (0 = 2) */
+    const char *by;          /* kernels: NULL, or "graph" (per CUDA graph, table graph_kernels) */
 };
 
 /* Opens a merged database read-only; NULL with err filled on failure

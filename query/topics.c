@@ -23,7 +23,8 @@ static int stand_ins(sqlite3 *db, struct hm_err *err)
         {"comm_exposed", "exposed_ns", hm_sql_report_missing_comm_exposed},
         {"critical_path", "compute_ns", hm_sql_report_missing_critical_path},
         {"rank_slices", "slices", hm_sql_report_missing_rank_slices},
-        {"memory_peaks", "allocated_bytes", hm_sql_report_missing_memory_peaks}};
+        {"memory_peaks", "allocated_bytes", hm_sql_report_missing_memory_peaks},
+        {"graph_kernels", "phase", hm_sql_report_missing_graph_kernels}};
 
     for (size_t i = 0; i < sizeof added / sizeof added[0]; i++)
         if (!qry_has_column(db, added[i].table, added[i].column) &&
@@ -93,9 +94,14 @@ static int build_idle(sqlite3 *db, const struct qry_report_opts *o, cJSON *doc, 
     return rc ? rc : qry_rank_view_apply(db, &view_idle, o, doc, err);
 }
 
+/* By graph: the CUDA graphs' kernels instead of HTA's breakdown. */
 static int build_kernels(sqlite3 *db, const struct qry_report_opts *o, cJSON *doc, struct hm_err *err)
 {
-    int rc = qry_report_rows(db, o, hm_sql_report_kernel_types, doc, "kernel_types", err);
+    int rc = o->by ? stand_ins(db, err) : 0;
+
+    if (o->by)
+        return rc ? rc : qry_report_rows(db, o, hm_sql_report_kernels_graph, doc, "graphs", err);
+    rc = qry_report_rows(db, o, hm_sql_report_kernel_types, doc, "kernel_types", err);
     if (rc == 0)
         rc = qry_report_rows(db, o, hm_sql_report_kernels, doc, "kernels", err);
     return rc ? rc : qry_rank_view_apply(db, &view_kernels, o, doc, err);
@@ -196,7 +202,9 @@ const struct qry_topic qry_topics[] = {
      QRY_TOPIC_GPU_TIME | QRY_TOPIC_WINDOW, build_overlap},
     {"idle", "GPU idle time per stream: host wait / kernel wait / other",
      QRY_TOPIC_GPU_TIME | QRY_TOPIC_WINDOW, build_idle},
-    {"kernels", "time per kernel type (HTA's kernel breakdown) and top kernels per rank",
+    {"kernels",
+     "time per kernel type (HTA's kernel breakdown) and top kernels per rank;\n"
+     "            --by graph: per CUDA graph, its launches, kernels, GPU time and capture ranges",
      QRY_TOPIC_GPU_TIME | QRY_TOPIC_WINDOW, build_kernels},
     {"steps",
      "ProfilerStep iterations per rank, and each step broken down into\n"

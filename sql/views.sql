@@ -2,9 +2,10 @@
 -- report` prints. Created at the end of the load (store/writer.c). The
 -- analysis views show HTA's definitions (mode 'hta'); query the a_* tables
 -- for mode 'all_steps'. Times as in schema.sql: ns, analyses in us.
--- v_comms, v_comms_exposed, v_critical_path, v_critical_path_steps and v_memory are
--- the report topics' own queries (sql/queries/report_comms*.sql,
--- report_path_*.sql, report_memory_ranks.sql), made views beside these (store/report_views.c).
+-- v_comms, v_comms_exposed, v_critical_path, v_critical_path_steps, v_memory and
+-- v_graph_kernels are the report topics' own queries (sql/queries/report_comms*.sql,
+-- report_path_*.sql, report_memory_ranks.sql, report_graph_kernels.sql), made views
+-- beside these (store/report_views.c).
 
 -- Slices with their rank, track and names resolved.
 CREATE VIEW v_slices AS

@@ -5,6 +5,8 @@
  *   v_critical_path       report critical-path, the segments
  *   v_critical_path_steps report critical-path, per step with its summary
  *   v_memory              report memory, per rank and device
+ *   v_graph_kernels       each CUDA graph kernel's launch and capture context
+ *                         (report kernels --by graph sums it per graph)
  * Created with the views of views.sql (after the tables exist). */
 #include "writer_int.h"
 
@@ -23,6 +25,7 @@ static const struct {
     {"v_critical_path", hm_sql_report_path_segments},
     {"v_critical_path_steps", hm_sql_report_path_steps},
     {"v_memory", hm_sql_report_memory_ranks},
+    {"v_graph_kernels", hm_sql_report_graph_kernels},
 };
 
 int wr_create_report_views(struct mrg_writer *w, struct hm_err *err)

@@ -29,6 +29,7 @@
 #include "critical_path.h"
 #include "rank_activity.h"
 #include "memory_peaks.h"
+#include "graph_kernels.h"
 #include "nvtx_stitch.h"
 #include "step_breakdown.h"
 #include "stragglers.h"
@@ -276,7 +277,7 @@ static int view_row(struct xr_ctx *x, sqlite3_stmt *st)
         if (!g)
             return HM_ENOMEM;
         *g = (struct xr_gpu){ts, end, xr_col_opt(st, VC_CORRELATION), name,
-                             cat == HM_CAT_KERNEL ? kclass_of(x, name) : XR_MEM};
+                             cat == HM_CAT_KERNEL ? kclass_of(x, name) : XR_MEM, 0};
     } else if (!gpu && (cat == HM_CAT_CUDA_RUNTIME || cat == HM_CAT_CUDA_DRIVER)) {
         struct xr_launch *l;
         if (sqlite3_column_type(st, VC_CORRELATION) == SQLITE_NULL)
@@ -284,6 +285,8 @@ static int view_row(struct xr_ctx *x, sqlite3_stmt *st)
         if (!(l = HM_VEC_PUSH(r->launches)))
             return HM_ENOMEM;
         *l = (struct xr_launch){ts, sqlite3_column_int64(st, VC_CORRELATION), sqlite3_column_int64(st, VC_TRACK)};
+    } else if (!gpu && cat == HM_CAT_CUDA_GRAPH) {
+        r->graph_events++;
     } else if (!gpu && (cat == HM_CAT_USER_ANNOTATION || cat == HM_CAT_NVTX)) {
         struct xr_annot *a = HM_VEC_PUSH(r->annots);
         if (!a)
@@ -355,7 +358,7 @@ void xr_view_tap(void *ctx, const struct mrg_slice_row *row)
         if (g)
             *g = (struct xr_gpu){row->ts, end, row->correlation,
                                  cat == HM_CAT_KERNEL ? row->name : 0,
-                                 cat == HM_CAT_KERNEL ? -1 : XR_MEM};
+                                 cat == HM_CAT_KERNEL ? -1 : XR_MEM, 0};
         v->broken |= !g;
     } else if (!row->gpu && (cat == HM_CAT_CUDA_RUNTIME || cat == HM_CAT_CUDA_DRIVER)) {
         struct xr_launch *l;
@@ -365,6 +368,8 @@ void xr_view_tap(void *ctx, const struct mrg_slice_row *row)
         if (l)
             *l = (struct xr_launch){row->ts, row->correlation, row->track};
         v->broken |= !l;
+    } else if (!row->gpu && cat == HM_CAT_CUDA_GRAPH) {
+        r->graph_events++;
     } else if (!row->gpu && (cat == HM_CAT_USER_ANNOTATION || cat == HM_CAT_NVTX)) {
         struct xr_annot *a = VIEW_PUSH(v->spill, r->annots);
         if (a)
@@ -406,6 +411,7 @@ static void adopt_view(struct xr_ctx *x)
         r->gpu = k->gpu;
         r->launches = k->launches;
         r->annots = k->annots;
+        r->graph_events = k->graph_events;
         memset(&k->gpu, 0, sizeof k->gpu);
         memset(&k->launches, 0, sizeof k->launches);
         memset(&k->annots, 0, sizeof k->annots);
@@ -657,6 +663,7 @@ static int run_stages(struct xr_ctx *x, struct mrg_writer *w, struct hm_err *err
     STAGE(xr_match_store(x, err));
     STAGE(xr_stragglers_store(x, err));
     STAGE(xr_clock_store(x, err));
+    STAGE(xr_graph_kernels(x, err));   /* before the stages that charge GPU time to phases */
     STAGE(xr_nvtx_stitch(x, err));
     STAGE(xr_step_breakdown(x, err));
     STAGE(xr_comm_groups(x, err));
@@ -700,7 +707,7 @@ int xr_clear(struct mrg_writer *w, struct hm_err *err)
                                          "clock_checks", "straggler_verdicts",
                                          "nvtx_stitched_ranks", "nvtx_stitched", "step_breakdown",
                                          "comm_exposed", "process_groups", "critical_path",
-                                         "rank_activity", "memory_peaks"};
+                                         "rank_activity", "memory_peaks", "graph_kernels"};
     char sql[64];
 
     for (size_t i = 0; i < sizeof tables / sizeof *tables; i++) {

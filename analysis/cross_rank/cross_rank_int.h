@@ -25,6 +25,8 @@ struct xr_gpu {
     int64_t corr;        /* correlation id; HM_NONE if absent */
     int64_t name;        /* kernels: strings.id of the name, 0 none */
     int kclass;          /* XR_COMM, XR_MEM, XR_COMP; -1 until known (xr_view) */
+    unsigned char graph_phase;   /* a CUDA graph's kernel: 1 + the phase (phases.h) its
+                                    node was captured in; 0 none (graph_kernels.c) */
 };
 
 /* One CUDA launch call (runtime or driver) with a correlation id. */
@@ -59,6 +61,7 @@ struct xr_rank {
     HM_VEC(struct xr_step) steps;
     size_t *by_corr;               /* owned: indexes into gpu, sorted by corr (ops with one) */
     size_t nby_corr;
+    size_t graph_events;           /* slices of category cuda_graph: CUDA graph nodes made */
 };
 
 /* How a logical collective is keyed across ranks. */

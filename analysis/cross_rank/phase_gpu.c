@@ -1,7 +1,10 @@
 /* GPU time per step phase (phase_gpu.h): each GPU op gets its launch time
  * (its correlated launch, else its own start), then the step and the
  * phase that time falls in; per (step, phase) the ops' intervals are
- * merged as they come, in start order. */
+ * merged as they come, in start order. A CUDA graph's kernel replayed
+ * outside every phase goes to the phase its node was captured in
+ * (graph_kernels.h), so that a step-level replay of a forward graph still
+ * counts as forward. */
 #include "phase_gpu.h"
 #include "phases.h"
 
@@ -51,6 +54,8 @@ int xr_phase_gpu(struct xr_ctx *x, const struct xr_rank *k, int64_t (*out)[XR_PG
         if (s < 0 || g->end <= g->ts)
             continue;
         ph = xr_phase_at(&p, launch[i]);
+        if (ph == XR_PH_OTHER && g->graph_phase)   /* a replay in no finer phase: where it was captured */
+            ph = g->graph_phase - 1;
         end = &merged_end[s][ph];
         if (g->ts >= *end)
             out[s][ph] += g->end - g->ts;

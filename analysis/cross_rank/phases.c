@@ -60,3 +60,10 @@ int xr_phase_find(const struct xr_phases *p, int64_t t, int64_t *start)
         }
     return XR_PH_OTHER;
 }
+
+const char *xr_phase_name(int kind)
+{
+    static const char *const names[] = {[XR_PH_FWD] = "forward", [XR_PH_BWD] = "backward",
+                                        [XR_PH_OPT] = "optimizer", [XR_PH_OTHER] = "other"};
+    return kind >= XR_PH_FWD && kind <= XR_PH_OTHER ? names[kind] : "other";
+}

@@ -28,5 +28,7 @@ void xr_phases_free(struct xr_phases *p);
 int xr_phase_at(const struct xr_phases *p, int64_t t);
 /* The same, and the start of that phase in *start (INT64_MIN for other). */
 int xr_phase_find(const struct xr_phases *p, int64_t t, int64_t *start);
+/* "forward", "backward", "optimizer" or "other". */
+const char *xr_phase_name(int kind);
 
 #endif

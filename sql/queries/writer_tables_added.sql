@@ -72,3 +72,26 @@ CREATE TABLE IF NOT EXISTS memory_peaks (
     reserved_bytes  INTEGER,  -- the largest Total Reserved sampled
     peak_ns         INTEGER   -- aligned time of the allocated peak (the first, where it repeats)
 );
+
+-- Kernels a CUDA graph ran (live CUPTI capture; analysis/cross_rank/graph_kernels.h), each
+-- with the CPU-side context of its graph's launch and of its node's capture. Filled when
+-- some rank recorded graph nodes being made (slices of category cuda_graph, which CUPTI's
+-- resource callbacks give on the creating thread); empty otherwise (Kineto traces).
+-- Phases are forward, backward or optimizer (annotations of those names open at the time,
+-- on any thread of the rank, as the step breakdown reads them), NULL for none.
+CREATE TABLE IF NOT EXISTS graph_kernels (
+    slice         INTEGER PRIMARY KEY,  -- the kernel -> slices.id
+    rank          INTEGER,  -- -> ranks.rank
+    graph_id      INTEGER,  -- graph id of the kernel record (args "graph id")
+    node_id       INTEGER,  -- graph node id of the kernel record (args "graph node id"): a node of the executable graph
+    capture_node  INTEGER,  -- the node made at capture (or by explicit creation) that node_id was cloned from; node_id itself when made so; NULL when its making was not recorded
+    capture_graph INTEGER,  -- graph id of the graph capture_node was made in
+    capture_slice INTEGER,  -- its "graph node created" slice -> slices.id
+    capture_call  INTEGER,  -- the CUDA call on the same thread that made it (the captured launch) -> slices.id; NULL when that call was not recorded
+    capture_range INTEGER,  -- the innermost annotation (NVTX, record_function, the hooks' phases) open on the making thread then -> slices.id; NULL: none
+    capture_phase TEXT,     -- the phase open then
+    launch        INTEGER,  -- the graph's launch call (cudaGraphLaunch; its correlation id is the kernel's) -> slices.id; NULL when not recorded
+    launch_range  INTEGER,  -- the innermost annotation open around the launch on its thread -> slices.id; NULL: none
+    launch_phase  TEXT,     -- the phase open at the launch
+    phase         TEXT      -- what the step breakdown charges the kernel's GPU time to: launch_phase, else capture_phase (a replay in a step but in no finer phase)
+);

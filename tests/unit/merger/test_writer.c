@@ -12,6 +12,7 @@
 
 #include "analysis/cross_rank.h"
 #include "store/writer.h"
+#include "test_sql.h"
 
 #define BASE0 INT64_C(1700000000000000000)
 #define SKEW1 INT64_C(30000000)   /* rank 1's clock runs 30 ms ahead */
@@ -29,22 +30,7 @@ static const char *tmp_of(const char *final)
     return buf;
 }
 
-/* First column of the first row as an integer; INT64_MIN for NULL or none. */
-static int64_t q_int(sqlite3 *db, const char *sql)
-{
-    sqlite3_stmt *st;
-    int64_t v = INT64_MIN;
-
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
-        fprintf(stderr, "prepare failed: %s: %s\n", sql, sqlite3_errmsg(db));
-        return INT64_MIN + 1;
-    }
-    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
-        v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    return v;
-}
-
+/* First column of the first row as a real; NaN for none (q_int: test_sql.h). */
 static double q_real(sqlite3 *db, const char *sql)
 {
     sqlite3_stmt *st;
@@ -237,7 +223,6 @@ static int write_run(const char *path)
     struct mrg_writer *w;
     struct an_rank_result r;
     struct mrg_writer_stats ws;
-    int rc = 0;
 
     hm_err_clear(&err);
     w = mrg_writer_open(path, &err);
@@ -262,14 +247,7 @@ static int write_run(const char *path)
     CHECK(ws.bytes > 0);
     CHECK(ws.strings > 10);
     /* v_stragglers reads the matcher's tables (analysis/cross_rank.h). */
-    CHECK_EQ_INT(xr_finish(w, &(struct xr_opts){.no_refine = 1}, &err), 0);
-    rc = mrg_writer_finish(w, &err);
-    CHECK_EQ_INT(rc, 0);
-    if (rc) {
-        char line[1200];
-        fprintf(stderr, "finish: %s\n", hm_err_line(&err, line, sizeof line));
-    }
-    return rc;
+    return tw_finish(w);
 }
 
 static void check_counts(sqlite3 *db)
