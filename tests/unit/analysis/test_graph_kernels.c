@@ -210,6 +210,18 @@ static void check_report(const char *path)
         CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(r, "capture_phases")),
                   "forward, backward");
     }
+    /* The table a user reads names the graph's capture ranges. */
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    CHECK(f != NULL);
+    if (f) {
+        qry_report_render(doc, QRY_FORMAT_TABLE, 0, f);
+        fclose(f);
+        CHECK_CONTAINS(text, "capture_ranges");
+        CHECK_CONTAINS(text, "capture_fwd, capture_bwd");
+    }
+    free(text);
     cJSON_Delete(doc);
     /* --by is the kernels topic's only. */
     o.topic = "temporal";
