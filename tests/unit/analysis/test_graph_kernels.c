@@ -241,6 +241,7 @@ int main(void)
         check_attribution(db);
     sqlite3_close(db);
     check_report(path);
-    unlink(path);
+    if (!getenv("HM_KEEP_DB"))   /* kept: a file to try report and SQL on by hand */
+        unlink(path);
     return hm_test_done();
 }
