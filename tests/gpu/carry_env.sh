@@ -14,3 +14,18 @@ hm_carry_env() {
     done
     export LD_LIBRARY_PATH=$work/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 }
+
+# The start of a device script: sets C (the carry), O (the output folder,
+# made), R (O/results.txt), W (a fresh work folder under /tmp named after
+# TAG, with hm_carry_env's environment) and H (the carried htamerge).
+#
+# usage: hm_proof_setup CARRY OUT TAG
+hm_proof_setup() {
+    C=$(realpath "$1")
+    O=$(realpath "$2")
+    mkdir -p "$O"
+    R=$O/results.txt
+    W=$(mktemp -d "/tmp/$3.XXXX")
+    hm_carry_env "$C" "$W"
+    H=$C/htamerge
+}

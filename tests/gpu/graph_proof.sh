@@ -19,15 +19,9 @@
 # Output: OUT/results.txt (CHECK lines: ok or FAIL), OUT/*.db.gz, OUT/*.log
 exec </dev/null
 set -u
-C=$(realpath "${1:?carry folder}")
-O=$(realpath "${2:?out folder}")
 S=$(dirname "$(realpath "$0")")
-mkdir -p "$O"
-R=$O/results.txt
 . "$S/carry_env.sh"
-W=$(mktemp -d /tmp/hmgraph.XXXX)
-hm_carry_env "$C" "$W"
-H=$C/htamerge
+hm_proof_setup "${1:?carry folder}" "${2:?out folder}" hmgraph
 say() { echo "$*" | tee -a "$R"; }
 cd "$W" || exit 1
 { nvidia-smi -L; python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)';
