@@ -2,8 +2,8 @@
  * and their launch calls are read once for all ranks (only when some rank
  * recorded nodes being made); then per rank each node is followed back to
  * the node made at capture, one sweep per track finds the innermost
- * annotation open at each making and each launch, and each kernel gets its
- * row and its capture phase. */
+ * annotation open at each making and each launch, and the call that made
+ * each node, and each kernel gets its row and its capture phase. */
 #include "graph_kernels.h"
 
 #include <stddef.h>
@@ -16,6 +16,9 @@
 #include "store/columns.h"
 
 enum { MAX_CLONE_HOPS = 8 };   /* a graph cloned, then instantiated: two hops */
+/* A node made by stream capture is made inside the captured launch call,
+ * which began at most this long before. */
+#define CALL_WINDOW_NS INT64_C(10000000)
 
 struct gnode {
     int rank;
@@ -29,6 +32,12 @@ struct gop {
     int64_t slice, ts, corr, name, graph, node;
 };
 
+/* A CUDA call on a thread that made graph nodes. */
+struct gcall {
+    int rank;
+    int64_t slice, track, ts, end;
+};
+
 struct glaunch {
     int rank;
     int64_t slice, track, ts, corr;
@@ -39,6 +48,7 @@ struct graph_data {
     HM_VEC(struct gnode) nodes;        /* by (rank, node) */
     HM_VEC(struct gop) ops;            /* by (rank, ts) */
     HM_VEC(struct glaunch) launches;   /* by (rank, corr), a graph launch first */
+    HM_VEC(struct gcall) calls;        /* by (rank, track, ts) */
 };
 
 /* A time on a track whose innermost open annotation is wanted. */
@@ -49,7 +59,7 @@ struct probe {
 
 #define NODE_COLUMNS(X)                                                                            \
     X(NC_RANK, "rank") X(NC_ID, "id") X(NC_TRACK, "track") X(NC_TS, "ts") X(NC_NODE, "node")        \
-    X(NC_ORIGINAL, "original") X(NC_GRAPH, "graph") X(NC_CALL, "call")
+    X(NC_ORIGINAL, "original") X(NC_GRAPH, "graph")
 enum { NODE_COLUMNS(HM_COLUMN_ENUM) NC__COUNT };
 static const char *const node_names[] = {NODE_COLUMNS(HM_COLUMN_NAME)};
 
@@ -65,6 +75,11 @@ static const char *const op_names[] = {OP_COLUMNS(HM_COLUMN_NAME)};
 enum { LAUNCH_COLUMNS(HM_COLUMN_ENUM) LC__COUNT };
 static const char *const launch_names[] = {LAUNCH_COLUMNS(HM_COLUMN_NAME)};
 
+#define CALL_COLUMNS(X) \
+    X(CC_RANK, "rank") X(CC_ID, "id") X(CC_TRACK, "track") X(CC_TS, "ts") X(CC_END, "end_ts")
+enum { CALL_COLUMNS(HM_COLUMN_ENUM) CC__COUNT };
+static const char *const call_names[] = {CALL_COLUMNS(HM_COLUMN_NAME)};
+
 static int node_row(sqlite3_stmt *st, struct graph_data *d)
 {
     struct gnode *n = HM_VEC_PUSH(d->nodes);
@@ -73,7 +88,7 @@ static int node_row(sqlite3_stmt *st, struct graph_data *d)
     *n = (struct gnode){sqlite3_column_int(st, NC_RANK), sqlite3_column_int64(st, NC_ID),
                         sqlite3_column_int64(st, NC_TRACK), sqlite3_column_int64(st, NC_TS),
                         sqlite3_column_int64(st, NC_NODE), xr_col_opt(st, NC_ORIGINAL),
-                        xr_col_opt(st, NC_GRAPH), xr_col_opt(st, NC_CALL), -1, -1};
+                        xr_col_opt(st, NC_GRAPH), HM_NONE, -1, -1};
     return 0;
 }
 
@@ -99,7 +114,18 @@ static int launch_row(sqlite3_stmt *st, struct graph_data *d)
     return 0;
 }
 
-/* Runs one of the three queries, each row through row(). */
+static int call_row(sqlite3_stmt *st, struct graph_data *d)
+{
+    struct gcall *c = HM_VEC_PUSH(d->calls);
+    if (!c)
+        return HM_ENOMEM;
+    *c = (struct gcall){sqlite3_column_int(st, CC_RANK), sqlite3_column_int64(st, CC_ID),
+                        sqlite3_column_int64(st, CC_TRACK), sqlite3_column_int64(st, CC_TS),
+                        sqlite3_column_int64(st, CC_END)};
+    return 0;
+}
+
+/* Runs one of the queries, each row through row(). */
 static int load(struct xr_ctx *x, const char *sql, const char *const *names, int ncols,
                 int (*row)(sqlite3_stmt *, struct graph_data *), struct graph_data *d, struct hm_err *err)
 {
@@ -149,6 +175,21 @@ static long find_launch(const struct glaunch *l, size_t len, int64_t corr)
 {
     size_t i = lower_bound(l, len, sizeof *l, offsetof(struct glaunch, corr), corr);
     return i < len && l[i].corr == corr ? (long)i : -1;
+}
+
+/* The earliest call in c[0, n) (sorted by track, ts) on track that began
+ * at most CALL_WINDOW_NS before t and had not ended by t: the call that made
+ * a node at t. Its slice id, or HM_NONE. */
+static int64_t call_at(const struct gcall *c, size_t n, int64_t track, int64_t t)
+{
+    size_t a = lower_bound(c, n, sizeof *c, offsetof(struct gcall, track), track);
+    size_t b = lower_bound(c, n, sizeof *c, offsetof(struct gcall, track), track + 1);
+
+    a += lower_bound(c + a, b - a, sizeof *c, offsetof(struct gcall, ts), t - CALL_WINDOW_NS);
+    for (; a < b && c[a].ts <= t; a++)
+        if (c[a].end >= t)
+            return c[a].slice;
+    return HM_NONE;
 }
 
 /* Each node's root: the node made at capture it was cloned from (itself
@@ -223,7 +264,7 @@ static void bind_phase(sqlite3_stmt *st, int i, int phase)
         sqlite3_bind_text(st, i, xr_phase_name(phase), -1, SQLITE_STATIC);
 }
 
-/* One rank's slices of the three lists. */
+/* One rank's slices of the lists. */
 struct rank_part {
     struct gnode *nodes;
     size_t nnodes;
@@ -231,6 +272,8 @@ struct rank_part {
     size_t nops;
     struct glaunch *launches;
     size_t nlaunches;
+    struct gcall *calls;
+    size_t ncalls;
 };
 
 /* The innermost annotations open at each node's making and each launch. */
@@ -269,6 +312,9 @@ static int attribute_rank(struct xr_ctx *x, struct xr_rank *k, struct rank_part 
     int rc = 0;
 
     find_roots(r->nodes, r->nnodes);
+    for (size_t i = 0; i < r->nnodes; i++)
+        if (r->nodes[i].orig == HM_NONE)
+            r->nodes[i].call = call_at(r->calls, r->ncalls, r->nodes[i].track, r->nodes[i].ts);
     if (find_ranges(k, r) || xr_phases_of(x, k, &p)) {
         xr_phases_free(&p);
         return hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
@@ -323,7 +369,7 @@ static size_t rank_run(const void *v, size_t n, size_t size, size_t *at, int ran
 static int attribute_all(struct xr_ctx *x, struct graph_data *d, struct hm_err *err)
 {
     sqlite3_stmt *ins = NULL;
-    size_t o = 0, n = 0, l = 0;
+    size_t o = 0, n = 0, l = 0, c = 0;
     int rc = xr_prepare(x, hm_sql_xrank_insert_graph_kernel, &ins, err);
 
     while (rc == 0 && o < d->ops.n) {
@@ -331,7 +377,9 @@ static int attribute_all(struct xr_ctx *x, struct graph_data *d, struct hm_err *
         size_t o1 = rank_run(d->ops.v, d->ops.n, sizeof *d->ops.v, &o, rank);
         size_t n1 = rank_run(d->nodes.v, d->nodes.n, sizeof *d->nodes.v, &n, rank);
         size_t l1 = rank_run(d->launches.v, d->launches.n, sizeof *d->launches.v, &l, rank);
-        struct rank_part r = {d->nodes.v + n, n1 - n, d->ops.v + o, o1 - o, d->launches.v + l, l1 - l};
+        size_t c1 = rank_run(d->calls.v, d->calls.n, sizeof *d->calls.v, &c, rank);
+        struct rank_part r = {d->nodes.v + n, n1 - n, d->ops.v + o, o1 - o, d->launches.v + l, l1 - l,
+                              d->calls.v + c, c1 - c};
 
         if (rank >= 0 && rank < x->nranks)
             rc = attribute_rank(x, &x->ranks[rank], &r, ins, err);
@@ -356,9 +404,12 @@ int xr_graph_kernels(struct xr_ctx *x, struct hm_err *err)
     if (rc == 0 && d.ops.n)
         rc = load(x, hm_sql_xrank_graph_launches, launch_names, LC__COUNT, launch_row, &d, err);
     if (rc == 0 && d.ops.n)
+        rc = load(x, hm_sql_xrank_graph_calls, call_names, CC__COUNT, call_row, &d, err);
+    if (rc == 0 && d.ops.n)
         rc = attribute_all(x, &d, err);
     HM_VEC_FREE(d.nodes);
     HM_VEC_FREE(d.ops);
     HM_VEC_FREE(d.launches);
+    HM_VEC_FREE(d.calls);
     return rc;
 }

@@ -3,7 +3,7 @@
  * ranges while a graph is captured, cloned at instantiation, and kernels
  * replayed by cudaGraphLaunch with the clones' node ids.
  *
- * Rank 0, one thread, one stream (times in us from BASE):
+ * Ranks 0 and 1 alike, each one thread, one stream (times in us from BASE):
  *   capture: "forward" [1000, 2000) > "capture_fwd" [1100, 1900): nodes 11
  *            (inside a captured cudaLaunchKernel [1190, 1210)) and 12;
  *            "backward" [2000, 3000) > "capture_bwd" [2100, 2900): node 13
@@ -75,12 +75,12 @@ static void step(struct hm_batch *b, int n, int64_t a_us, int64_t b_us)
                            .slice = (uint32_t)(b->slices.n - 1), .source = HM_STEP_PROFILER};
 }
 
-static struct hm_batch *make_batch(void)
+static struct hm_batch *make_batch(int rank)
 {
     struct hm_batch *b = hm_batch_new();
 
-    b->info.rank = 0;
-    b->info.world_size = 1;
+    b->info.rank = rank;
+    b->info.world_size = 2;
     b->info.pid = 100;
     b->info.hostname = tb_str(b, "node-a");
     cpu_track = (uint32_t)hm_batch_track(b, HM_TRACK_CPU_THREAD, 100, 1);
@@ -134,22 +134,24 @@ static const char *q_rows(sqlite3 *db, const char *sql, char *buf, size_t cap)
     return buf;
 }
 
+/* Ranks 0 and 1 alike: the same correlation and node ids on both, which
+ * must not meet. */
 static int write_db(const char *path)
 {
     struct hm_err err;
-    struct hm_batch *b = make_batch();
     struct mrg_writer *w;
 
     hm_err_clear(&err);
     unlink(path);
     w = mrg_writer_open(path, &err);
     CHECK(w != NULL);
-    if (!w) {
-        hm_batch_free(b);
+    if (!w)
         return -1;
+    for (int rank = 0; rank < 2; rank++) {
+        struct hm_batch *b = make_batch(rank);
+        CHECK_EQ_INT(mrg_writer_add_batch(w, b, &err), 0);
+        hm_batch_free(b);
     }
-    CHECK_EQ_INT(mrg_writer_add_batch(w, b, &err), 0);
-    hm_batch_free(b);
     return tw_finish(w);
 }
 
@@ -157,29 +159,31 @@ static void check_attribution(sqlite3 *db)
 {
     char buf[2048];
 
-    CHECK_EQ_INT(q_int(db, "SELECT count(*) FROM graph_kernels"), 7);
+    CHECK_EQ_INT(q_int(db, "SELECT count(*) FROM graph_kernels"), 14);
+    CHECK_EQ_INT(q_int(db, "SELECT count(*) FROM graph_kernels g JOIN slices s ON s.id = g.capture_slice "
+                           "JOIN tracks t ON t.id = s.track WHERE t.rank <> g.rank"), 0);
     /* The first replay: capture ranges and phases from the nodes' making. */
     CHECK_STR(q_rows(db, "SELECT kernel, graph_id, node_id, capture_node, capture_graph, capture_range, "
                          "capture_call, capture_phase, launch, launch_range, launch_phase, phase "
-                         "FROM v_graph_kernels ORDER BY ts LIMIT 3",
+                         "FROM v_graph_kernels WHERE rank = 1 ORDER BY ts LIMIT 3",
                      buf, sizeof buf),
               "k_fwd_a|2|21|11|1|capture_fwd|cudaLaunchKernel|forward|cudaGraphLaunch|replay|-|forward;"
               "k_fwd_b|2|22|12|1|capture_fwd|-|forward|cudaGraphLaunch|replay|-|forward;"
               "k_bwd|2|23|13|1|capture_bwd|-|backward|cudaGraphLaunch|replay|-|backward;");
     /* The second: launched inside forward, which wins. */
     CHECK_STR(q_rows(db, "SELECT kernel, capture_phase, launch_range, launch_phase, phase FROM v_graph_kernels "
-                         "ORDER BY ts LIMIT 3 OFFSET 3",
+                         "WHERE rank = 1 ORDER BY ts LIMIT 3 OFFSET 3",
                      buf, sizeof buf),
               "k_fwd_a|forward|forward|forward|forward;k_fwd_b|forward|forward|forward|forward;"
               "k_bwd|backward|forward|forward|forward;");
     /* A node whose making was not recorded: no capture context. */
     CHECK_STR(q_rows(db, "SELECT kernel, capture_node, capture_range, capture_phase, launch_range, phase "
-                         "FROM v_graph_kernels WHERE node_id = 99", buf, sizeof buf),
-              "k_lone|-|-|-|ProfilerStep#3|-;");
+                         "FROM v_graph_kernels WHERE node_id = 99 ORDER BY rank", buf, sizeof buf),
+              "k_lone|-|-|-|ProfilerStep#3|-;k_lone|-|-|-|ProfilerStep#3|-;");
     /* The step breakdown charges graph kernels by capture where the replay is in no phase. */
-    CHECK_STR(q_rows(db, "SELECT step, forward_gpu_ns / 1000, backward_gpu_ns / 1000, optimizer_gpu_ns / 1000 "
-                         "FROM step_breakdown WHERE rank = 0 ORDER BY step", buf, sizeof buf),
-              "1|200|200|0;2|400|0|0;3|0|0|0;");
+    CHECK_STR(q_rows(db, "SELECT rank, step, forward_gpu_ns / 1000, backward_gpu_ns / 1000, optimizer_gpu_ns / 1000 "
+                         "FROM step_breakdown ORDER BY rank, step", buf, sizeof buf),
+              "0|1|200|200|0;0|2|400|0|0;0|3|0|0|0;1|1|200|200|0;1|2|400|0|0;1|3|0|0|0;");
 }
 
 static void check_report(const char *path)
@@ -196,9 +200,10 @@ static void check_report(const char *path)
         return;
     CHECK_EQ_INT(qry_report_build(db, &o, &doc, &err), 0);
     g = cJSON_GetObjectItemCaseSensitive(doc, "graphs");
-    CHECK_EQ_INT(cJSON_GetArraySize(g), 1);
-    if (cJSON_GetArraySize(g) == 1) {
-        cJSON *r = cJSON_GetArrayItem(g, 0);
+    CHECK_EQ_INT(cJSON_GetArraySize(g), 2);   /* one graph on each rank */
+    if (cJSON_GetArraySize(g) == 2) {
+        cJSON *r = cJSON_GetArrayItem(g, 1);
+        CHECK_EQ_INT(cJSON_GetObjectItemCaseSensitive(r, "rank")->valueint, 1);
         CHECK_EQ_INT(cJSON_GetObjectItemCaseSensitive(r, "graph")->valueint, 2);
         CHECK_EQ_INT(cJSON_GetObjectItemCaseSensitive(r, "launches")->valueint, 3);
         CHECK_EQ_INT(cJSON_GetObjectItemCaseSensitive(r, "kernels")->valueint, 7);
