@@ -69,6 +69,30 @@ static int64_t lead_steps(const struct hm_capture_progress *pr)
     return n > LEAD_STEPS ? n : LEAD_STEPS;
 }
 
+/* A plan of steps from base_step; the steps before it keep the schedule
+ * of the plan it replaces (everything, after a plan of everything), so
+ * that every rank switches at the same step. */
+static void steps_plan(struct cap_budget *b, const struct hm_capture_progress *pr, int64_t on, int64_t period)
+{
+    struct hm_capture_plan keep = b->plan;
+    int64_t pb = 0, pon = 0, pperiod = 0;
+
+    if (keep.mode == HM_CAPTURE_STEPS && pr->step_now < keep.base_step)
+        pb = keep.prev_base_step, pon = keep.prev_on_steps, pperiod = keep.prev_period_steps;
+    else if (keep.mode == HM_CAPTURE_STEPS)
+        pb = keep.base_step, pon = keep.on_steps, pperiod = keep.period_steps;
+    else if (keep.mode != HM_CAPTURE_TIME)
+        pon = pperiod = 1;
+    new_plan(b, HM_CAPTURE_STEPS);
+    b->plan.on_steps = on;
+    b->plan.period_steps = period;
+    b->plan.base_step = pr->step_now + lead_steps(pr);
+    b->plan.prev_base_step = pb;
+    b->plan.prev_on_steps = pon;
+    b->plan.prev_period_steps = pperiod;
+}
+
+
 /* Samples the record rate over the attached time since the last sample. */
 static void sample_rate(struct cap_budget *b, const struct hm_capture_progress *pr, int64_t now_ns)
 {
@@ -106,9 +130,18 @@ static int plan_windows(struct cap_budget *b, const struct hm_capture_progress *
     int have_steps = pr->steps_seen >= 2 && pr->step_ns > 0 && pr->step_now >= 0;
 
     if (cost <= budget) {
-        if (b->plan.mode == HM_CAPTURE_ALL || (b->plan.mode != HM_CAPTURE_UNSET && cost > 0.8 * budget))
+        if (hm_capture_plan_all(&b->plan) || (b->plan.mode != HM_CAPTURE_UNSET && cost > 0.8 * budget))
             return 0;
-        new_plan(b, HM_CAPTURE_ALL);
+        /* Windows give way to everything only on what whole windows cost:
+         * medians of a few steps mislead (two processes sharing one GPU
+         * measured attached steps as fast as detached ones, and a plan of
+         * everything measures nothing more). */
+        if (b->plan.mode == HM_CAPTURE_STEPS && b->win_ns < 0)
+            return 0;
+        if (have_steps)
+            steps_plan(b, pr, 1, 1);
+        else
+            new_plan(b, HM_CAPTURE_ALL);
         return 1;
     }
     if (have_steps) {
@@ -125,10 +158,7 @@ static int plan_windows(struct cap_budget *b, const struct hm_capture_progress *
         if (b->plan.mode == HM_CAPTURE_STEPS && b->plan.on_steps == on &&
             fabs((double)(period - b->plan.period_steps)) <= 0.25 * (double)b->plan.period_steps)
             return 0;
-        new_plan(b, HM_CAPTURE_STEPS);
-        b->plan.on_steps = on;
-        b->plan.period_steps = period;
-        b->plan.base_step = pr->step_now + lead_steps(pr);
+        steps_plan(b, pr, on, period);
         return 1;
     }
     int64_t on_ms = (int64_t)(WINDOW_S * 1000);
@@ -152,7 +182,7 @@ static int plan_windows(struct cap_budget *b, const struct hm_capture_progress *
  * 10 s (bench/RESULTS.md, 2026-12-02). */
 static int over_budget_all(const struct cap_budget *b)
 {
-    return b->plan.mode == HM_CAPTURE_ALL && !b->o.capture_all &&
+    return hm_capture_plan_all(&b->plan) && !b->o.capture_all &&
            b->rate * (double)b->o.record_ns / 1e9 > b->o.budget_pct / 100.0;
 }
 
@@ -184,14 +214,17 @@ int cap_budget_tick(struct cap_budget *b, const struct hm_capture_progress *pr, 
     const struct hm_capture_measured *m = &pr->measured;
     if (m->on_n >= AB_MIN && m->off_n >= AB_MIN && m->off_ns > 0) {
         b->ab = (double)m->on_ns / (double)m->off_ns - 1.0;
-        b->cost = b->ab > 0.001 ? b->ab : 0.001;
+        if (b->ab < 0)
+            b->ab = -1;   /* faster attached than not: noise, not a measured zero */
+        else
+            b->cost = b->ab > 0.001 ? b->ab : 0.001;
     }
     /* Better still: what whole windows of this plan cost, switches and
      * all, over as many detached steps. As a cost while attached it is
      * per window step; the plan's period follows from it directly. */
     b->win_ns = -1;
     if (m->win_n >= WIN_MIN && m->off_n >= AB_MIN && m->off_ns > 0 && b->plan.mode == HM_CAPTURE_STEPS &&
-        b->plan.on_steps > 0) {
+        b->plan.on_steps > 0 && !hm_capture_plan_all(&b->plan)) {
         b->win_ns = m->win_excess_ns > 0 ? (double)m->win_excess_ns : 0;
         double per_step = b->win_ns / ((double)b->plan.on_steps * (double)m->off_ns);
         b->cost = per_step > 0.001 ? per_step : 0.001;
@@ -274,6 +307,11 @@ void cap_budget_describe(const struct cap_budget *b, char *buf, size_t len)
                  b->o.capture_all ? " (--capture-all)" : est);
         break;
     case HM_CAPTURE_STEPS:
+        if (hm_capture_plan_all(p)) {
+            snprintf(buf, len, "capture plan %lld: everything from step %lld%s", (long long)p->id,
+                     (long long)p->base_step, est);
+            break;
+        }
         snprintf(buf, len, "capture plan %lld: CUPTI for %lld steps in every %lld from step %lld%s",
                  (long long)p->id, (long long)p->on_steps, (long long)p->period_steps,
                  (long long)p->base_step, est);

@@ -123,14 +123,25 @@ static int requested_step(const struct hm_capture_plan *p, int64_t s)
     return p->req_id > 0 && p->req_steps > 0 && s >= p->req_from_step && s - p->req_from_step < p->req_steps;
 }
 
+int hm_capture_plan_all(const struct hm_capture_plan *p)
+{
+    return p->mode == HM_CAPTURE_ALL ||
+           (p->mode == HM_CAPTURE_STEPS && p->on_steps > 0 && p->on_steps >= p->period_steps);
+}
+
+static int in_windows(int64_t base, int64_t on, int64_t period, int64_t s)
+{
+    return on > 0 && period > 0 && s >= base && (s - base) % period < on;
+}
+
 int hm_capture_step(const struct hm_capture_plan *p, int64_t s)
 {
     int f = requested_step(p, s) ? HM_CAPTURE_F_REQUEST : 0;
 
     switch (p->mode) {
     case HM_CAPTURE_STEPS:
-        if (p->on_steps > 0 && p->period_steps > 0 && s >= p->base_step &&
-            (s - p->base_step) % p->period_steps < p->on_steps)
+        if (s >= p->base_step ? in_windows(p->base_step, p->on_steps, p->period_steps, s)
+                              : in_windows(p->prev_base_step, p->prev_on_steps, p->prev_period_steps, s))
             f |= HM_CAPTURE_F_WINDOW;
         return f;
     case HM_CAPTURE_TIME:

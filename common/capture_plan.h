@@ -39,6 +39,11 @@ struct hm_capture_plan {
     int64_t req_t0_ns, req_t1_ns;                /* or, without steps, [t0, t1) Unix ns */
     double budget_pct;       /* the cost budget the plan keeps to (0: none) */
     double est_cost_pct;     /* rank 0's estimate of CUPTI's cost while attached */
+    /* HM_CAPTURE_STEPS: the schedule of the steps before base_step, the
+     * plan this one replaces, so that a window in progress ends at the
+     * same step on every rank, whenever each rank learns of the new plan.
+     * on == period: every step. */
+    int64_t prev_base_step, prev_on_steps, prev_period_steps;
 };
 
 /* What the Python hooks measure of CUPTI's cost under a plan of steps. */
@@ -86,6 +91,11 @@ void hm_capture_progress_measured(void *area, const struct hm_capture_measured *
 /* One attach or detach for a window took ns of the program's time. */
 void hm_capture_progress_switch(void *area, int64_t ns);
 void hm_capture_progress_get(const void *area, struct hm_capture_progress *pr);
+
+/* Whether p records every step: ALL, or steps from base_step with no
+ * pause between windows (how the budget says "everything" once steps are
+ * known, so that every rank starts at the same step). */
+int hm_capture_plan_all(const struct hm_capture_plan *p);
 
 /* Whether step s is to be recorded in full under p: HM_CAPTURE_F_* bits,
  * 0 when not. A plan that is UNSET or ALL records every step (WINDOW). */

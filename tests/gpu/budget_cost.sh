@@ -18,7 +18,10 @@
 # apart: floor (no CUPTI, no Python hooks: NVTX, NCCL and the collector)
 # and nocupti (floor plus the hooks).
 #
-# usage: [MODES="plain default"] [LOOPS=lstm] [EXTRA=0] [PACK=1] tests/gpu/budget_cost.sh CARRY OUT REPS
+# PIN (e.g. "taskset -c 4-11") prefixes every run alike: unpinned, the
+# LSTM's plain runs moved 10 % between processes.
+#
+# usage: [MODES="plain default"] [PIN=...] [LOOPS=lstm] [EXTRA=0] [PACK=1] tests/gpu/budget_cost.sh CARRY OUT REPS
 #        (CARRY/wlm holds the example; EXTRA=0 skips the two-rank and on-demand runs;
 #        PACK=1 leaves OUT as one OUT.tgz, since the device returns at most 8 files)
 set -u
@@ -56,7 +59,8 @@ for rep in $(seq 1 "$REPS"); do
             esac
             [ "$mode" != plain ] && [ "${prog[0]}" = python3 ] && export HTAMERGE_PYTHON=python3
             start=$(date +%s.%N)
-            timeout 150 "${cmd[@]}" >"$W/out.log" 2>&1
+            # shellcheck disable=SC2086
+            timeout 150 ${PIN:-} "${cmd[@]}" >"$W/out.log" 2>&1
             rc=$?
             wall=$(awk "BEGIN {print $(date +%s.%N) - $start}")
             m=$([ $loop = lstm ] && mean_lstm "$W/out.log" || mean_heavy "$W/out.log")

@@ -78,6 +78,19 @@ check("a window's cost over detached steps", ring.ab[4], 1300)
 check("windows measured", ring.ab[5] >= 2 and ring.ab[5] <= 8, True)
 check("A/B: only steps without a switch", ring.ab[1] <= 2 * 12 and ring.ab[3] <= 2 * 12 + 9, True)
 
+# A rank that learns of a new plan (everything from step 40) in the middle
+# of a window of the old one (3 in every 6 from 10: steps 34-36) keeps the
+# old windows until step 40, as every other rank does.
+ring, inj, C = reset({"id": 1, "mode": 3, "base_step": 10, "on_steps": 3, "period_steps": 6})
+for step in range(30, 46):
+    if step == 35:
+        ring.plan = {"id": 2, "mode": 3, "base_step": 40, "on_steps": 1, "period_steps": 1,
+                     "prev_base_step": 10, "prev_on_steps": 3, "prev_period_steps": 6}
+        ring.gen += 2
+    inj.step = step
+    C.boundary(step, step * 1000)
+check("old windows until the new plan's step", inj.words, [(30, 1), (31, 0), (34, 1), (37, 0), (40, 1)])
+
 # A request of steps 20-21 under a plan in time: CUPTI forced on, then released.
 ring, inj, C = reset({"id": 2, "mode": 2, "on_ms": 500, "period_ms": 5000, "req_id": 1,
                       "req_from_step": 20, "req_steps": 2})

@@ -271,7 +271,8 @@ class _Plan(ctypes.Structure):
     _fields_ = [(n, ctypes.c_int64) for n in (
         "id", "mode", "on_ms", "period_ms", "epoch_ns", "base_step", "on_steps", "period_steps",
         "req_id", "req_from_step", "req_steps", "req_t0_ns", "req_t1_ns")] + [
-        ("budget_pct", ctypes.c_double), ("est_cost_pct", ctypes.c_double)]
+        ("budget_pct", ctypes.c_double), ("est_cost_pct", ctypes.c_double)] + [
+        (n, ctypes.c_int64) for n in ("prev_base_step", "prev_on_steps", "prev_period_steps")]
 
 
 _STEPS_MODE = 3   # HM_CAPTURE_STEPS
@@ -316,8 +317,13 @@ class _Capture:
             return
         req = p.req_id > 0 and p.req_steps > 0 and p.req_from_step <= step < p.req_from_step + p.req_steps
         if p.mode == _STEPS_MODE:
-            win = (p.period_steps > 0 and step >= p.base_step
-                   and (step - p.base_step) % p.period_steps < p.on_steps)
+            # Before base_step, the schedule of the plan this one replaced:
+            # every rank switches at the same step.
+            if step >= p.base_step:
+                base, on, period = p.base_step, p.on_steps, p.period_steps
+            else:
+                base, on, period = p.prev_base_step, p.prev_on_steps, p.prev_period_steps
+            win = period > 0 and step >= base and (step - base) % period < on
             before = cls.cupti
             cls.cupti_word(win or req)
             if before != cls.cupti:

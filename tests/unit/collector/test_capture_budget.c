@@ -168,8 +168,40 @@ static void test_window_cost(void)
     cap_budget_describe(&b, line, sizeof line);
     CHECK_CONTAINS(line, "a window costs 100.0 ms over detached steps");
     pr.measured.win_excess_ns = 5000000;   /* 5 ms a window: 1 % while attached */
+    struct hm_capture_plan windows = b.plan;
     CHECK_EQ_INT(feed(&b, &pr, &now, 6, 50000, 25000000), 1);
-    CHECK_EQ_INT(b.plan.mode, HM_CAPTURE_ALL);
+    /* Everything, from a step ahead of every rank; until then the windows. */
+    CHECK(hm_capture_plan_all(&b.plan));
+    CHECK_EQ_INT(b.plan.mode, HM_CAPTURE_STEPS);
+    CHECK(b.plan.base_step > pr.step_now);
+    CHECK_EQ_INT(b.plan.prev_base_step, windows.base_step);
+    CHECK_EQ_INT(b.plan.prev_on_steps, windows.on_steps);
+    CHECK_EQ_INT(b.plan.prev_period_steps, windows.period_steps);
+    cap_budget_describe(&b, line, sizeof line);
+    CHECK_CONTAINS(line, "everything from step");
+}
+
+/* Two processes sharing one GPU: their A/B medians said attached steps
+ * were faster than detached ones, and the planner took that as free and
+ * recorded everything to the end (H200, 2026-12-02). A negative A/B is
+ * noise; and windows give way to everything only on measured windows. */
+static void test_no_everything_on_noise(void)
+{
+    struct cap_budget b;
+    struct hm_capture_progress pr;
+    int64_t now;
+
+    start_windows(&b, &pr, &now);
+    struct hm_capture_plan windows = b.plan;
+    pr.measured.on_ns = 24000000;   /* attached 4 % faster */
+    feed(&b, &pr, &now, 6, 50000, 25000000);
+    CHECK(b.ab < 0);
+    CHECK_EQ_INT(b.plan.mode, HM_CAPTURE_STEPS);
+    CHECK(!hm_capture_plan_all(&b.plan));
+    CHECK(b.plan.period_steps >= windows.period_steps * 3 / 4);   /* the model's 15 % still */
+    pr.measured.on_ns = 25100000;   /* 0.4 %: cheap, but measured on a few steps only */
+    feed(&b, &pr, &now, 6, 50000, 25000000);
+    CHECK(!hm_capture_plan_all(&b.plan));
 }
 
 static void test_time_then_steps(void)
@@ -258,6 +290,7 @@ int main(void)
     test_costly_steps_windows();
     test_measured_cost();
     test_window_cost();
+    test_no_everything_on_noise();
     test_time_then_steps();
     test_no_cupti();
     test_capture_all();

@@ -69,6 +69,29 @@ static void test_steps(void)
     CHECK_EQ_INT(hm_capture_step(&p, 2), HM_CAPTURE_F_WINDOW);   /* no plan: as before any */
 }
 
+/* A new plan from step 40; before it, the windows of the one it replaced
+ * (steps 10-11, 15-16, ...), so a window open when a rank learns of the
+ * new plan closes where it would have on every rank. */
+static void test_steps_before_base(void)
+{
+    struct hm_capture_plan p = {.id = 2, .mode = HM_CAPTURE_STEPS, .base_step = 40, .on_steps = 1,
+                                .period_steps = 1, .prev_base_step = 10, .prev_on_steps = 2,
+                                .prev_period_steps = 5};
+
+    CHECK(hm_capture_plan_all(&p));
+    CHECK_EQ_INT(hm_capture_step(&p, 35), HM_CAPTURE_F_WINDOW);
+    CHECK_EQ_INT(hm_capture_step(&p, 36), HM_CAPTURE_F_WINDOW);
+    CHECK_EQ_INT(hm_capture_step(&p, 37), 0);
+    CHECK_EQ_INT(hm_capture_step(&p, 39), 0);
+    CHECK_EQ_INT(hm_capture_step(&p, 40), HM_CAPTURE_F_WINDOW);
+    CHECK_EQ_INT(hm_capture_step(&p, 41), HM_CAPTURE_F_WINDOW);
+    p.on_steps = 3, p.period_steps = 100;
+    CHECK(!hm_capture_plan_all(&p));
+    CHECK_EQ_INT(hm_capture_step(&p, 43), 0);
+    p.prev_on_steps = p.prev_period_steps = 0;   /* after a plan in time: nothing before */
+    CHECK_EQ_INT(hm_capture_step(&p, 35), 0);
+}
+
 static void test_time(void)
 {
     int64_t e = 1000000000000;
@@ -92,6 +115,7 @@ int main(void)
     test_put_get();
     test_progress();
     test_steps();
+    test_steps_before_base();
     test_time();
     return hm_test_done();
 }
