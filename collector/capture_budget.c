@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CALIBRATE_NS_MIN 500000000LL   /* attached time before a first estimate */
+#define CALIBRATE_NS_MIN RATE_SAMPLE_NS   /* attached time before a first estimate: one rate sample */
 #define NO_CUPTI_NS 5000000000LL       /* no records by then: nothing to budget */
 #define REPLAN_NS 2000000000LL         /* re-estimates at most this often */
 #define AB_MIN 16                      /* steps of each kind before A/B is believed */
@@ -155,6 +155,11 @@ static int plan_windows(struct cap_budget *b, const struct hm_capture_progress *
         int64_t period = (int64_t)ceil(((double)on * step * cost + sw) / (budget * step));
         if (period <= on)
             period = on + 1;
+        /* Windows come at most twice as close per re-plan: one low
+         * measurement moves them a little, a lasting one soon all the way. */
+        if (b->plan.mode == HM_CAPTURE_STEPS && !hm_capture_plan_all(&b->plan) && b->plan.on_steps == on &&
+            period < b->plan.period_steps / 2)
+            period = b->plan.period_steps / 2 > on ? b->plan.period_steps / 2 : on + 1;
         if (b->plan.mode == HM_CAPTURE_STEPS && b->plan.on_steps == on &&
             fabs((double)(period - b->plan.period_steps)) <= 0.25 * (double)b->plan.period_steps)
             return 0;

@@ -53,7 +53,7 @@ static void test_cheap_records_all(void)
     int64_t now = 0;
 
     cap_budget_init(&b, &o, now);
-    CHECK_EQ_INT(feed(&b, &pr, &now, 0.4, 2000, 0), 0);   /* still measuring */
+    CHECK_EQ_INT(feed(&b, &pr, &now, 0.2, 2000, 0), 0);   /* still measuring */
     CHECK_EQ_INT(feed(&b, &pr, &now, 1.0, 2000, 0), 1);   /* 2000/s x 3 us = 0.6 % */
     CHECK_EQ_INT(b.plan.mode, HM_CAPTURE_ALL);
     CHECK_NEAR(b.cost, 0.006, 0.0005);
@@ -204,6 +204,26 @@ static void test_no_everything_on_noise(void)
     CHECK(!hm_capture_plan_all(&b.plan));
 }
 
+/* A window measured cheap (by chance, or for good) brings the next ones
+ * at most twice as close per re-plan. */
+static void test_windows_closer_by_halves(void)
+{
+    struct cap_budget b;
+    struct hm_capture_progress pr;
+    int64_t now;
+
+    start_windows(&b, &pr, &now);
+    pr.measured.win_excess_ns = 100000000, pr.measured.win_n = 3;
+    CHECK_EQ_INT(feed(&b, &pr, &now, 6, 50000, 25000000), 1);
+    CHECK_EQ_INT(b.plan.period_steps, 200);
+    pr.measured.win_excess_ns = 20000000;   /* 20 ms a window: 40 steps would do */
+    CHECK_EQ_INT(feed(&b, &pr, &now, 6, 50000, 25000000), 1);
+    CHECK_EQ_INT(b.plan.period_steps, 100);
+    CHECK_EQ_INT(feed(&b, &pr, &now, 6, 50000, 25000000), 1);
+    CHECK_EQ_INT(b.plan.period_steps, 50);
+    CHECK_EQ_INT(feed(&b, &pr, &now, 6, 50000, 25000000), 0);   /* 40 is within a quarter */
+}
+
 static void test_time_then_steps(void)
 {
     struct cap_budget b;
@@ -291,6 +311,7 @@ int main(void)
     test_measured_cost();
     test_window_cost();
     test_no_everything_on_noise();
+    test_windows_closer_by_halves();
     test_time_then_steps();
     test_no_cupti();
     test_capture_all();
