@@ -95,6 +95,10 @@ static struct hm_batch *make_batch(int rank)
     node_event(b, "graph node created", 2200, "{\"graph id\":1,\"graph node id\":13,\"node type\":0}");
     for (int i = 0; i < 3; i++) {
         char args[160];
+        /* As CUPTI 13 reports an instantiation on the H200: each node of the
+         * executable graph made, then cloned from the captured one. */
+        snprintf(args, sizeof args, "{\"graph id\":2,\"graph node id\":%d,\"node type\":0}", 21 + i);
+        node_event(b, "graph node created", 3100 + i, args);
         snprintf(args, sizeof args,
                  "{\"graph id\":2,\"graph node id\":%d,\"original graph id\":1,\"original graph node id\":%d,"
                  "\"node type\":0}", 21 + i, 11 + i);
