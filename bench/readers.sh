@@ -9,7 +9,11 @@
 # usage: [HOSTS=K] [KEEP_DB=F] bench/readers.sh BUILD_DIR CORPUS [READERS...]   (default 1 2 4 8)
 # Output: one line per run: mode readers rows parse_write_s rows_per_s
 #         writer_busy_s busy_rows_per_s (rows / the writer's busy time: its
-#         capacity) cross_rank_s close_s wall_s peak_rss_MB (largest process).
+#         capacity) cross_rank_s close_s wall_s peak_rss_MB (largest process)
+#         and, for mpirun, where rank 0's busy time went: decode_s (wire and
+#         analysis results) analyse_s (files analysed on rank 0; the readers
+#         analyse theirs) join_s (ranks of several files, read back and
+#         analysed at the end); "-" from a build that does not say.
 set -u
 B=${1:?build dir}; C=${2:?corpus folder}; shift 2
 READERS=${*:-1 2 4 8}
@@ -47,11 +51,13 @@ one() { # mode readers command...
         /cross-rank analyses/ { xr = sec() }
         /indexes and close/ { cl = sec() }
         /^rss/ { rss = $2 }
-        END { printf "%s %s %s %.2f %.0f %.2f %.0f %.2f %.2f %.2f %.0f\n", mode, n, rows, pw, (pw > 0 ? rows / pw : 0),
-                     busy, (busy > 0 ? rows / busy : 0), xr, cl, wall, rss / 1024 }' "$W/log"
+        /ingest rank 0:/ { dec = $6; an = $9; jn = $(NF - 1) }
+        END { printf "%s %s %s %.2f %.0f %.2f %.0f %.2f %.2f %.2f %.0f %s %s %s\n", mode, n, rows, pw, (pw > 0 ? rows / pw : 0),
+                     busy, (busy > 0 ? rows / busy : 0), xr, cl, wall, rss / 1024,
+                     dec == "" ? "-" : dec, an == "" ? "-" : an, jn == "" ? "-" : jn }' "$W/log"
 }
 
-echo "mode readers rows parse_write_s rows_per_s writer_busy_s busy_rows_per_s cross_rank_s close_s wall_s peak_rss_MB"
+echo "mode readers rows parse_write_s rows_per_s writer_busy_s busy_rows_per_s cross_rank_s close_s wall_s peak_rss_MB decode_s analyse_s join_s"
 one single 0 "$H" ingest -o "$W/out.db" "$C"
 [ -n "${KEEP_DB:-}" ] && cp "$W/out.db" "$KEEP_DB"   # for the per-rank volumes (bench_writer_scale)
 for n in $READERS; do

@@ -1,4 +1,7 @@
-/* Parallel ingest, collector side: read, send within credit, report. */
+/* Parallel ingest, collector side: read, analyse, send within credit,
+ * report. The per-rank analyses run here, where the file was parsed (as
+ * the threaded ingest runs them on its parser threads), so that rank 0,
+ * the one writer, only decodes and stores (docs/SCALING.md). */
 #include "ingest_send.h"
 
 #include <limits.h>
@@ -9,6 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "analysis/hta.h"
+#include "analysis/hta_codec.h"
 #include "collector/sources/kineto_json/kineto_json.h"
 #include "common/clockhook.h"
 #include "transport.h"
@@ -55,17 +60,42 @@ static size_t die_before(void)
     return v && v[0] ? (size_t)strtoull(v, NULL, 10) : (size_t)-1;
 }
 
+struct encoded {
+    uint8_t *buf; /* owned */
+    size_t len;
+};
+
+/* Both modes of the per-rank analyses, as the single-process ingest runs
+ * them (merger/ingest.c, parse_one): they also fill each slice's
+ * iteration, which the wire carries. */
+static int analyse(struct hm_batch *b, struct encoded *out, struct hm_err *err)
+{
+    struct an_options modes[2] = {{.all_steps = 0}, {.all_steps = 1}};
+    struct an_rank_result res[2];
+    int rc = an_hta_run_modes(b, modes, 2, res, err);
+
+    if (rc)
+        return rc;
+    rc = an_results_encode(res, 2, &out->buf, &out->len);
+    an_rank_result_clear(&res[0]);
+    an_rank_result_clear(&res[1]);
+    return rc ? hm_err_set(err, rc, NULL, -1, "out of memory") : 0;
+}
+
 /* Reads one file and queues its batch under the name rank 0 expects. */
 static int send_one(struct col_link *l, const char *path, const char *name, int keep_args, struct hm_msg_done *d,
                     struct hm_err *err)
 {
     struct src_kineto_opts ko = {.keep_args = keep_args};
     struct hm_batch *b = NULL;
+    struct encoded res = {0};
     struct hm_err perr;
+    int rc;
 
     hm_err_clear(&perr);
     d->files++;
-    if (src_kineto_read(path, &ko, &b, &perr) != 0) {
+    if (src_kineto_read(path, &ko, &b, &perr) != 0 || analyse(b, &res, &perr) != 0) {
+        hm_batch_free(b);
         d->files_failed++;
         return report_failure(name, &perr);
     }
@@ -73,12 +103,15 @@ static int send_one(struct col_link *l, const char *path, const char *name, int 
         hm_strid id = hm_batch_intern(b, name, strlen(name));
         if (!id) {
             hm_batch_free(b);
+            free(res.buf);
             return hm_err_set(err, HM_ENOMEM, path, -1, "out of memory");
         }
         b->info.source_file = id;
     }
     d->batches++;
-    return col_link_queue(l, b, err);
+    rc = col_link_queue_with(l, b, res.buf, res.len, err);
+    free(res.buf);
+    return rc;
 }
 
 int col_ingest_send(const struct col_ingest_list *list, int keep_args, struct hm_err *err)

@@ -55,6 +55,12 @@ void col_link_free(struct col_link *l)
 
 int col_link_queue(struct col_link *l, struct hm_batch *b, struct hm_err *err)
 {
+    return col_link_queue_with(l, b, NULL, 0, err);
+}
+
+int col_link_queue_with(struct col_link *l, struct hm_batch *b, const uint8_t *extra, size_t extra_len,
+                        struct hm_err *err)
+{
     uint8_t *buf = NULL;
     size_t len = 0;
     int rc = hm_wire_encode(b, &buf, &len, err);
@@ -62,6 +68,16 @@ int col_link_queue(struct col_link *l, struct hm_batch *b, struct hm_err *err)
     hm_batch_free(b);
     if (rc)
         return rc;
+    if (extra_len) {
+        uint8_t *nb = realloc(buf, len + extra_len);
+        if (!nb) {
+            free(buf);
+            return hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
+        }
+        memcpy(nb + len, extra, extra_len);
+        buf = nb;
+        len += extra_len;
+    }
     if (len > (size_t)INT32_MAX) {
         free(buf);
         return hm_err_set(err, HM_EINVAL, NULL, -1, "a batch of %zu bytes is too large to send", len);

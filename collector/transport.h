@@ -20,6 +20,12 @@ void col_link_free(struct col_link *l);
 /* Queues b for sending; takes ownership (it is encoded and freed at once). */
 int col_link_queue(struct col_link *l, struct hm_batch *b, struct hm_err *err);
 
+/* The same, the message followed by extra[0..extra_len) (copied): what
+ * rank 0 finds after the wire message's total_len (ingest's analyses,
+ * common/protocol.h). */
+int col_link_queue_with(struct col_link *l, struct hm_batch *b, const uint8_t *extra, size_t extra_len,
+                        struct hm_err *err);
+
 /* Sends what the credit allows, answers sync rounds, takes credits back.
  * Never waits for long. *fin is set when the merger said goodbye. */
 int col_link_step(struct col_link *l, int *fin, struct hm_err *err);

@@ -292,7 +292,10 @@ int mrg_store_slot(struct mrg_store *p, size_t i, struct mrg_slot *s, struct hm_
 
     if (rc == 0 && !s->analysed) {
         struct an_options modes[2] = {{.all_steps = 0}, {.all_steps = 1}};
+        p->analyse_s -= hm_mono_s();
         rc = an_hta_run_modes(s->batch, modes, 2, s->res, &s->err);
+        p->analyse_s += hm_mono_s();
+        p->analysed_here++;
         s->analysed = rc == 0;
     }
     if (rc == 0)

@@ -45,6 +45,8 @@ struct mrg_store {
     struct rank_map ranks;        /* owned: free(ranks.owner) */
     struct mrg_clock_guess guess; /* owned when guess.on: free(guess.calls) */
     struct mrg_rank_files *rfiles; /* owned: several files of one rank (rank_files.h) */
+    size_t analysed_here;         /* files whose analyses mrg_store_slot ran */
+    double analyse_s;             /* and the seconds they took */
 };
 
 /* Stores file i (analysing it first if needed); a failed file is skipped

@@ -16,6 +16,7 @@
 #include "common/protocol.h"
 #include "common/wire.h"
 #include "analysis/cross_rank.h"
+#include "analysis/hta_codec.h"
 #include "ingest_int.h"
 #include "rank_files.h"
 #include "common/monotime.h"
@@ -39,6 +40,13 @@ static size_t file_index(struct mrg_store *s, const char *path)
  * reader's credit comes back only then, so at most HM_CREDIT_INITIAL
  * batches per reader wait. A reader reads its share in list order, so the
  * file awaited is always one its reader may send. */
+/* Where rank 0's time goes, seconds (HTAMERGE_STATS). */
+struct r0_time {
+    double busy;   /* decoding and storing, joins included; the rest is waiting */
+    double decode; /* wire and analysis results */
+    double join;   /* ranks of several files, read back and analysed (rank_files.h) */
+};
+
 struct order {
     struct mrg_slot **early; /* owned: early[i] arrived before file next */
     int *from;               /* early[i]'s reader; -1: a file error (no credit) */
@@ -109,14 +117,37 @@ static int release_early(struct mrg_store *s, struct order *o, int store, struct
     return rc;
 }
 
+/* A reader's message: the wire batch, then its analyses' results (the
+ * readers analyse what they parse: collector/ingest_send.c). A batch
+ * without them is analysed here when stored (mrg_store_slot). */
+static int decode(const uint8_t *buf, size_t len, struct mrg_slot *slot)
+{
+    struct hm_wire_header h;
+    int rc = hm_wire_peek(buf, len, &h, &slot->err);
+
+    if (rc == 0 && h.total_len > len)
+        rc = hm_err_set(&slot->err, HM_EFORMAT, NULL, (int64_t)len, "batch message cut short");
+    if (rc == 0)
+        rc = hm_wire_decode(buf, (size_t)h.total_len, &slot->batch, &slot->err);
+    if (rc == 0 && h.total_len < len) {
+        rc = an_results_decode(buf + h.total_len, len - (size_t)h.total_len, slot->res, 2, &slot->err);
+        slot->analysed = rc == 0;
+    }
+    if (rc)
+        mrg_release_slot(slot);
+    return rc;
+}
+
 static int on_batch(struct mrg_store *s, struct order *o, const uint8_t *buf, int len, int from,
-                    struct hm_err *err)
+                    double *decode_s, struct hm_err *err)
 {
     struct mrg_slot slot;
     size_t i;
 
     memset(&slot, 0, sizeof slot);
-    slot.rc = hm_wire_decode(buf, (size_t)len, &slot.batch, &slot.err);
+    *decode_s -= hm_mono_s();
+    slot.rc = decode(buf, (size_t)len, &slot);
+    *decode_s += hm_mono_s();
     if (slot.rc) {
         slot.err.rank = from;
         *err = slot.err;
@@ -147,10 +178,9 @@ static int on_file_error(struct mrg_store *s, struct order *o, const struct hm_m
 
 /* Receives until every other rank sent DONE. Returns the first failure;
  * failed: one before the first message (then nothing is stored, but the
- * readers still get their credits). *busy: seconds spent decoding and
- * storing (the rest is waiting). */
+ * readers still get their credits). t: where the time went. */
 static int receive_all(struct mrg_store *s, struct order *o, int size, uint64_t total, int failed,
-                       double *busy, struct hm_err *err)
+                       struct r0_time *t, struct hm_err *err)
 {
     uint8_t *buf = NULL;
     size_t cap = 0;
@@ -182,15 +212,15 @@ static int receive_all(struct mrg_store *s, struct order *o, int size, uint64_t 
             }
             continue;
         }
-        *busy -= hm_mono_s();
+        t->busy -= hm_mono_s();
         if (st.MPI_TAG == HM_TAG_BATCH)
-            r = on_batch(s, o, buf, len, st.MPI_SOURCE, err);
+            r = on_batch(s, o, buf, len, st.MPI_SOURCE, &t->decode, err);
         else if (st.MPI_TAG == HM_TAG_FILE_ERROR && (size_t)len >= sizeof(struct hm_msg_file_error))
             r = on_file_error(s, o, (const struct hm_msg_file_error *)(const void *)buf, err);
         else
             r = hm_err_set(err, HM_EMPI, NULL, -1, "unexpected message %d from rank %d", st.MPI_TAG,
                            st.MPI_SOURCE);
-        *busy += hm_mono_s();
+        t->busy += hm_mono_s();
         rc = r;
         if (rc != 0) { /* the parked files' readers wait for their credits */
             struct hm_err ignored;
@@ -204,19 +234,25 @@ static int receive_all(struct mrg_store *s, struct order *o, int size, uint64_t 
 }
 
 /* HTAMERGE_STATS=1 prints each phase's wall time (for the benchmarks),
- * and the write rate of the phase that receives and writes. */
-static void phase_done(const char *what, double *since, const struct mrg_ingest_stats *st, double busy)
+ * the write rate of the phase that receives and writes, and where rank
+ * 0's busy time went (bench/readers.sh reads these lines). */
+static void phase_done(const char *what, double *since, const struct mrg_store *s, const struct r0_time *t)
 {
     double now = hm_mono_s(), el = now - *since;
 
     if (getenv("HTAMERGE_STATS")) {
         fprintf(stderr, "htamerge-stats: ingest %-22s %.3f s", what, el);
-        if (st) {
+        if (t) {
+            const struct mrg_ingest_stats *st = s->st;
             double rows = (double)(st->slices + st->collectives + st->counters);
-            fprintf(stderr, " (%.0f rows, %.0f rows/s; writer busy %.3f s, %.0f rows/s busy)", rows,
-                    el > 0 ? rows / el : 0.0, busy, busy > 0 ? rows / busy : 0.0);
+            fprintf(stderr, " (%.0f rows, %.0f rows/s; writer busy %.3f s, %.0f rows/s busy)\n", rows,
+                    el > 0 ? rows / el : 0.0, t->busy, t->busy > 0 ? rows / t->busy : 0.0);
+            fprintf(stderr, "htamerge-stats: ingest rank 0: decode %.3f s, analyses %.3f s (%zu of %zu files "
+                    "analysed on rank 0), ranks of several files joined %.3f s\n", t->decode, s->analyse_s,
+                    s->analysed_here, s->nfiles, t->join);
+        } else {
+            fputc('\n', stderr);
         }
-        fputc('\n', stderr);
     }
     *since = now;
 }
@@ -239,7 +275,8 @@ int mrg_ingest_mpi_merge(char *const *files, size_t nfiles, int size, const stru
     struct xr_view view = {0};
     struct order ord = {calloc(nfiles + 1, sizeof *ord.early), calloc(nfiles + 1, sizeof *ord.from), 0};
     uint64_t total = 0;
-    double t0 = hm_mono_s(), t_phase = t0, busy = 0;
+    double t0 = hm_mono_s(), t_phase = t0;
+    struct r0_time t = {0};
     struct stat sb;
     int rc;
 
@@ -258,7 +295,7 @@ int mrg_ingest_mpi_merge(char *const *files, size_t nfiles, int size, const stru
     {
         struct hm_err rerr;
         hm_err_clear(&rerr);
-        int r = receive_all(&s, &ord, size, total, rc, &busy, rc ? &rerr : err);
+        int r = receive_all(&s, &ord, size, total, rc, &t, rc ? &rerr : err);
         if (rc == 0)
             rc = r;
         /* Parked files left mean a file never came: store the rest anyway. */
@@ -269,11 +306,12 @@ int mrg_ingest_mpi_merge(char *const *files, size_t nfiles, int size, const stru
     free(ord.early);
     free(ord.from);
     say_goodbye(size);
-    busy -= hm_mono_s();
+    t.join -= hm_mono_s();
     if (rc == 0)
         rc = mrg_rank_files_finish(s.rfiles, s.w, err); /* ranks of several files */
-    busy += hm_mono_s();
-    phase_done("parse and write", &t_phase, stats, busy);
+    t.join += hm_mono_s();
+    t.busy += t.join;
+    phase_done("parse and write", &t_phase, &s, &t);
     mrg_rank_files_free(s.rfiles);
     if (rc == 0 && stats->ranks == 0)
         rc = hm_err_set(err, HM_EFORMAT, NULL, -1, "none of the %zu files could be read", nfiles);
@@ -284,14 +322,14 @@ int mrg_ingest_mpi_merge(char *const *files, size_t nfiles, int size, const stru
     if (rc == 0)
         rc = xr_finish_view(s.w, NULL, &view, err);
     xr_view_free(&view);
-    phase_done("cross-rank analyses", &t_phase, NULL, 0);
+    phase_done("cross-rank analyses", &t_phase, NULL, NULL);
     if (s.w) {
         if (rc == 0)
             rc = mrg_writer_finish(s.w, err);
         else
             mrg_writer_abort(s.w);
     }
-    phase_done("indexes and close", &t_phase, NULL, 0);
+    phase_done("indexes and close", &t_phase, NULL, NULL);
     free(s.ranks.owner);
     free(s.guess.calls);
     stats->seconds = hm_mono_s() - t0;

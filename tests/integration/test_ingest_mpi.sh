@@ -13,7 +13,9 @@ cd "$T" || exit 1
 mkdir in; cp "$FX/trace_filter/"*.gz in/
 cp "$FX/distributed_info_unavailable/distributed_info_not_found.json.gz" in/rank-4.json.gz
 cp "$FX/large_integer_trace/"*.gz in/
-run_mpi 120 -n 3 "$H" ingest -q -o par.db in > par.log 2>&1 || { fail "parallel ingest"; cat par.log >&2; }
+HTAMERGE_STATS=1 run_mpi 120 -n 3 "$H" ingest -q -o par.db in > par.log 2>&1 || { fail "parallel ingest"; cat par.log >&2; }
+# The readers analyse the files they parse; rank 0 only decodes and stores.
+grep -q "(0 of 4 files analysed on rank 0)" par.log || { fail "rank 0 analysed files"; grep "rank 0:" par.log >&2; }
 "$H" ingest -q -o one.db in || fail "single ingest"
 q="SELECT group_concat(x, ' ') FROM (SELECT rank || ':' || idle_us || ':' || compute_pct || ':' || kernel_us AS x FROM v_temporal ORDER BY rank)"
 [ -n "$(sql1 one.db "$q")" ] && [ "$(sql1 par.db "$q")" = "$(sql1 one.db "$q")" ] || fail "parallel numbers differ"
