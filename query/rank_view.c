@@ -394,3 +394,40 @@ out:
     free(it);
     return rc ? hm_err_set(err, rc, NULL, -1, "out of memory") : 0;
 }
+
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+void qry_keep_ranks(cJSON *doc, const char *key, const int *listed, size_t n)
+{
+    cJSON *rows = cJSON_GetObjectItemCaseSensitive(doc, key), *row, *next;
+
+    for (row = rows ? rows->child : NULL; row; row = next) {
+        const cJSON *r = cJSON_GetObjectItemCaseSensitive(row, "rank");
+        next = row->next;
+        if (cJSON_IsNumber(r) && !bsearch(&r->valueint, listed, n, sizeof *listed, cmp_int))
+            cJSON_Delete(cJSON_DetachItemViaPointer(rows, row));
+    }
+}
+
+int qry_rank_view_keep_listed(cJSON *doc, const char *from, const char *const *keys, struct hm_err *err)
+{
+    const cJSON *rows = cJSON_GetObjectItemCaseSensitive(doc, from), *row;
+    int *listed, n = 0;
+
+    if (!cJSON_GetObjectItemCaseSensitive(doc, "rank_summary") || !cJSON_IsArray(rows))
+        return 0; /* not summarised: every row stays */
+    if (!(listed = malloc(((size_t)cJSON_GetArraySize(rows) + 1) * sizeof *listed)))
+        return hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
+    cJSON_ArrayForEach(row, rows)
+        if (row_rank(row, &listed[n]))
+            n++;
+    qsort(listed, (size_t)n, sizeof *listed, cmp_int);
+    for (; *keys; keys++)
+        qry_keep_ranks(doc, *keys, listed, (size_t)n);
+    free(listed);
+    return 0;
+}

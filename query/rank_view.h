@@ -56,7 +56,15 @@ int qry_rank_view_apply(sqlite3 *db, const struct qry_rank_view *v, const struct
  * ranks, when the run is past the threshold and o does not ask for rows. */
 int qry_step_summary_apply(sqlite3 *db, const struct qry_report_opts *o, cJSON *doc, struct hm_err *err);
 
+/* After qry_rank_view_apply summarised doc[from]: keeps, in each array
+ * doc[keys[i]] (NULL-terminated), only the rows of the ranks doc[from]
+ * lists, so a topic's other per-rank arrays shrink with it. Nothing when
+ * doc[from] was not summarised. */
+int qry_rank_view_keep_listed(cJSON *doc, const char *from, const char *const *keys, struct hm_err *err);
+
 /* Helpers shared by the two. */
+/* Keeps the rows of doc[key] whose rank is in listed[0..n) (sorted). */
+void qry_keep_ranks(cJSON *doc, const char *key, const int *listed, size_t n);
 /* n with thousands separators ("1,024") in buf. */
 const char *qry_fmt_count(long n, char *buf, size_t len);
 /* The lower median of v[0..n) (sorts v); 0 when n is 0. */

@@ -128,19 +128,6 @@ static cJSON *summary_row(const struct step_time *t, size_t n)
     return o;
 }
 
-/* Keeps the rows of doc[key] whose rank is in listed[0..n) (sorted). */
-static void keep_ranks(cJSON *doc, const char *key, const int *listed, size_t n)
-{
-    cJSON *rows = cJSON_GetObjectItemCaseSensitive(doc, key), *row, *next;
-
-    for (row = rows ? rows->child : NULL; row; row = next) {
-        const cJSON *r = cJSON_GetObjectItemCaseSensitive(row, "rank");
-        next = row->next;
-        if (cJSON_IsNumber(r) && !bsearch(&r->valueint, listed, n, sizeof *listed, cmp_int))
-            cJSON_Delete(cJSON_DetachItemViaPointer(rows, row));
-    }
-}
-
 /* step_summary and step_phases (the median, the slowest and the
  * straggler: in a synchronous step all take as long, and where the
  * straggler's time goes tells why), one step at a time; the ranks they
@@ -212,9 +199,9 @@ int qry_step_summary_apply(sqlite3 *db, const struct qry_report_opts *o, cJSON *
     for (size_t i = 0; i < nl; i++)
         if (k == 0 || listed[k - 1] != listed[i])
             listed[k++] = listed[i];
-    keep_ranks(doc, "steps", listed, k);
-    keep_ranks(doc, "breakdown", listed, k);
-    keep_ranks(doc, "comm_by_pg", listed, k);
+    qry_keep_ranks(doc, "steps", listed, k);
+    qry_keep_ranks(doc, "breakdown", listed, k);
+    qry_keep_ranks(doc, "comm_by_pg", listed, k);
     rc = add_note(doc, ranks, k, straggler);
 out:
     free(t);

@@ -46,6 +46,11 @@ static const struct qry_rank_view view_kernels = {"kernels", {"sum_us"}, QRY_RV_
  * left after alignment; the lowest are all zero, so not listed. */
 static const struct qry_rank_view view_clocks = {"ranks", {"violations", "exit_scatter_us", "uncertainty_ns"},
                                                  QRY_RV_SPREAD, NULL};
+/* Memory: the highest peak first (who runs out first), and the lowest
+ * (an unbalanced shard); its per-phase and per-step rows follow the ranks
+ * listed. */
+static const struct qry_rank_view view_memory = {"ranks", {"peak_allocated_bytes", "peak_reserved_bytes"},
+                                                 QRY_RV_LOWEST | QRY_RV_SPREAD, NULL};
 /* Stragglers: the blame caused, then how often late, then the least wait
  * (who came last waited least). */
 static const struct qry_rank_view view_stragglers = {"ranks", {"blame_us", "late_count", "-wait_us"},
@@ -178,6 +183,7 @@ static int build_critical_path(sqlite3 *db, const struct qry_report_opts *o, cJS
 /* Across ranks first (who runs out first), then per rank, step, phase. */
 static int build_memory(sqlite3 *db, const struct qry_report_opts *o, cJSON *doc, struct hm_err *err)
 {
+    static const char *const per_rank[] = {"phases", "steps", NULL};
     int rc = stand_ins(db, err);
 
     if (rc == 0)
@@ -186,7 +192,11 @@ static int build_memory(sqlite3 *db, const struct qry_report_opts *o, cJSON *doc
         rc = qry_report_rows(db, o, hm_sql_report_memory_ranks, doc, "ranks", err);
     if (rc == 0)
         rc = qry_report_rows(db, o, hm_sql_report_memory_phases, doc, "phases", err);
-    return rc ? rc : qry_report_rows(db, o, hm_sql_report_memory_steps, doc, "steps", err);
+    if (rc == 0)
+        rc = qry_report_rows(db, o, hm_sql_report_memory_steps, doc, "steps", err);
+    if (rc == 0)
+        rc = qry_rank_view_apply(db, &view_memory, o, doc, err);
+    return rc ? rc : qry_rank_view_keep_listed(doc, "ranks", per_rank, err);
 }
 
 static int build_nvtx(sqlite3 *db, const struct qry_report_opts *o, cJSON *doc, struct hm_err *err)

@@ -5,6 +5,7 @@
 #     by the topic's figure, and summarise the others (rank_summary, spread);
 #   - steps summarises each step across the ranks (step_summary,
 #     step_phases) and keeps the rows of the ranks it names;
+#   - memory does the same, its phases and steps following the ranks listed;
 #   - stragglers lists the --top worst ranks, 37 first;
 #   - --ranks and --all-ranks (API: ranks=, all_ranks=1) give the rows;
 #   - a run of 4 ranks reads as before: no summary members.
@@ -59,6 +60,15 @@ check "$T/temporal.json" "{s['column'] for s in d['spread']} >= {'idle_pct', 'id
 check "$T/kernels.json" "len(d['kernel_types']) > 0"
 report temporal --top 3 --format json > "$T/top3.json" || fail "report temporal --top 3"
 check "$T/top3.json" "len(ranks('ranks')) <= 7 and ranks('ranks')[0] == 37"
+
+# memory: the same for its ranks array, and its phases and steps keep the
+# rows of the ranks listed (every rank's steps made 800 rows).
+report memory --format json > "$T/memory.json" || fail "report memory"
+check "$T/memory.json" "d['rank_summary']['ranks'] == 100 and ranks('ranks')[0] == 37 and len(ranks('ranks')) <= 21"
+check "$T/memory.json" "set(ranks('phases')) == set(ranks('ranks')) == set(ranks('steps')) and len(d['highest']) == 1"
+check "$T/memory.json" "'peak_allocated_bytes' in {s['column'] for s in d['spread']}"
+report memory --all-ranks --format json > "$T/memory_all.json" || fail "report memory --all-ranks"
+check "$T/memory_all.json" "len(ranks('ranks')) == len(ranks('steps')) == 100 and 'rank_summary' not in d"
 
 # stragglers: the 10 worst, 37 first; the rest grouped.
 report stragglers --format json > "$T/str.json" || fail "report stragglers"
@@ -118,7 +128,7 @@ fi
 # A small run reads as before: every rank's rows, no summary members.
 synth_run "$T/r4" 4 2 || fail "htamerge-synth, 4 ranks"
 "$H" ingest -q -o "$T/r4.db" "$T/r4" || fail "ingest of 4 ranks"
-for t in summary temporal overlap idle clocks kernels steps stragglers; do
+for t in summary temporal overlap idle clocks kernels steps stragglers memory; do
     "$H" report "$T/r4.db" "$t" --format json > "$T/small_$t.json" || fail "report $t, 4 ranks"
     check "$T/small_$t.json" "not {'rank_summary', 'spread', 'step_summary', 'step_phases'} & set(d)"
 done
