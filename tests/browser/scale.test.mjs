@@ -45,9 +45,14 @@ await runTest(exe, async (page, check, errors) => {
   const canvasSizes = () => page.$$eval('canvas', (cs) => cs.filter((c) => c.clientWidth).map((c) => ({
     id: c.id, w: c.width, h: c.height, cssH: c.clientHeight, wrapH: c.parentElement.clientHeight,
   })));
-  const sizesOk = (what) => canvasSizes().then((cs) => {
+  const sizesOk = (what) => canvasSizes().then(async (cs) => {
     const bad = cs.filter((c) => c.w > MAX_SIDE || c.h > MAX_SIDE || c.cssH > 800 || (c.id === 'tl' && c.cssH > c.wrapH));
     check(bad.length === 0, `${what}: no canvas over ${MAX_SIDE} px or taller than its viewport (${JSON.stringify(cs)})`);
+    // The time axis' labels are whole: none cut at the canvas' right edge
+    // (the timeline says where its last label ends).
+    if (what === 'overview') return;
+    const ax = await page.$eval('#tl', (c) => [Number(c.dataset.axisRight), c.clientWidth]);
+    check(ax[0] > 0 && ax[0] <= ax[1], `${what}: the time axis' last label ends within the canvas (${ax[0]} of ${ax[1]} px)`);
   });
   const inView = (rank) => page.evaluate((r) => window.htamerge.timeline.rankInView(r), rank);
 

@@ -281,7 +281,7 @@ export class Timeline {
     }
     paintHighlightLines(f);
     if (this.path) paintPath(f, this.path, this.rows);
-    paintAxis(f);
+    const axisRight = paintAxis(f);
     this.hits = f.hits;
     this.tips = f.tips;
     if (this.legend) this.legend.hidden = !this.data.sawWindows;
@@ -292,7 +292,7 @@ export class Timeline {
       nvtxGroups: String(this.rows.nvtxGroups()), memoryRows: String(this.rows.memoryRows()), memoryDrawn: String(f.memory),
       pausedDrawn: String(f.paused), captureDrawn: String(f.capture),
       visibleRanks: rankList(this.rows.groups.slice(i0, i1).map((g) => g.rank)), top: String(Math.round(top)),
-      drawMs: (performance.now() - start).toFixed(1),
+      axisRight: axisRight.toFixed(1), drawMs: (performance.now() - start).toFixed(1),
     });
     if (!ds.firstPaint && f.slices + f.nvtx + f.strips > 0) ds.firstPaint = performance.now().toFixed(1);
   }

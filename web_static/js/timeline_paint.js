@@ -264,19 +264,25 @@ export function paintPath(f, path, rows) {
 }
 
 // The time axis, pinned to the top of the canvas, with its grid lines
-// through the rows below.
+// through the rows below. A label that would run past the canvas's right
+// edge is left out (its grid line stays): cut, "129.0 ms" read as "12".
+// Returns the right end of the last label drawn (CSS px).
 export function paintAxis(f) {
   const c = f.c, span = f.t1 - f.t0;
   const step = niceStep(span / Math.max(2, f.pw / 110));
+  let right = 0;
   c.fillStyle = '#fff';
   c.fillRect(0, f.top, f.width, AXIS - 2);
   c.strokeStyle = '#dde1e8'; c.fillStyle = '#4a5266'; c.font = '11px system-ui, sans-serif';
   c.lineWidth = 1;
   for (let t = Math.ceil(f.t0 / step) * step; t <= f.t1; t += step) {
-    const x = f.x(t);
+    const x = f.x(t), label = dur(t), end = x + 3 + c.measureText(label).width;
     c.beginPath(); c.moveTo(x, f.top + AXIS - 8); c.lineTo(x, f.top + f.height); c.stroke();
-    c.fillText(dur(t), x + 3, f.top + 14);
+    if (end > f.width) continue;
+    c.fillText(label, x + 3, f.top + 14);
+    right = end;
   }
+  return right;
 }
 
 // NVTX ranges: a stable colour per name, lighter than the slices below.
