@@ -138,6 +138,32 @@ await runTest(exe, async (page, check, errors) => {
   const d2 = await tl();
   check(await inView(K) && inList(d2.expanded, K), `search "rank ${K}" expands it and scrolls to it (expanded ${d2.expanded}, in view ${d2.visibleRanks})`);
 
+  // The jump box's other forms at this scale: a step (the view spans it),
+  // a collective instance (highlighted on every rank, its late rank
+  // named), an NVTX range by name (selected, its late rank named).
+  const jump = async (text, done) => {
+    const before = await tl();
+    await page.fill('#tl-search', text);
+    await page.press('#tl-search', 'Enter');
+    await page.waitForFunction(done, before, { timeout: 10000 }).catch(() => {});
+    await settled();
+    return tl();
+  };
+  const step = await page.evaluate(async () => {
+    const rows = (await (await fetch('/api/report/steps?steps=3&all_ranks=1')).json()).steps.filter((r) => r.step === 3);
+    return { lo: Math.min(...rows.map((r) => r.start_ns)), hi: Math.max(...rows.map((r) => r.start_ns + r.dur_us * 1000)),
+             origin: window.htamerge.timeline.origin };
+  });
+  const d3 = await jump('step 3', (b) => document.getElementById('tl').dataset.t0 !== b.t0);
+  check(step.origin + Number(d3.t0) <= step.lo && step.origin + Number(d3.t1) >= step.hi - 1000 &&
+        Number(d3.t1) - Number(d3.t0) < 2 * (step.hi - step.lo), `search "step 3" shows step 3 (${d3.t0}..${d3.t1})`);
+  const d4 = await jump('allreduce 4', () => document.getElementById('tl').dataset.highlight);
+  check(d4.highlight && d4.highlight.split(',').length === N && d4.lateRank === String(STRAGGLER),
+        `search "allreduce 4" highlights it on ${d4.highlight ? d4.highlight.split(',').length : 0} of ${N} ranks, late rank ${d4.lateRank}`);
+  const d5 = await jump('backward', () => document.getElementById('tl').dataset.nvtxSelected);
+  check(d5.nvtxSelected !== '' && d5.nvtxLateRank === String(STRAGGLER),
+        `search "backward" selects a stitched NVTX range (${d5.nvtxSelected}, late rank ${d5.nvtxLateRank})`);
+
   const sizes = await page.evaluate(() => {
     const by = {};
     for (const e of performance.getEntriesByType('resource')) {
