@@ -69,3 +69,21 @@ torch_python() {
     export OMP_NUM_THREADS=1
     export ASAN_OPTIONS=${ASAN_OPTIONS:-}:detect_leaks=0
 }
+
+# The GPU fixtures (tests/fixtures/gpu): gpu_fixtures DIR NAME... gunzips
+# each NAME.db.gz into DIR/NAME.db; fixture_sql DIR/NAME EXPECTED QUERY fails
+# unless the query's rows (python's sqlite3, '|' between columns, one row a
+# line) equal EXPECTED.
+gpu_fixtures() {
+    local dir=$1 f
+    shift
+    for f in "$@"; do
+        gunzip -c "${HM_SOURCE_DIR:?}/tests/fixtures/gpu/$f.db.gz" >"$dir/$f.db" || { echo "FAIL: gunzip $f.db.gz"; exit 1; }
+    done
+}
+fixture_sql() {
+    local got
+    got=$(python3 -c 'import sqlite3,sys
+for r in sqlite3.connect(sys.argv[1]).execute(sys.argv[2]): print("|".join(map(str, r)))' "$1.db" "$3" 2>&1)
+    [ "$got" = "$2" ] || fail "$(basename "$1"): $3"$'\n'"  got:      $(echo "$got" | head -5 | tr '\n' ';')"$'\n'"  expected: $(echo "$2" | tr '\n' ';')"
+}

@@ -17,21 +17,13 @@
 #                     each kernel stored once, live kernels elsewhere.
 set -u
 . "$(dirname "$0")/../lib.sh"
-H=${HTAMERGE:?}; FX=${HM_SOURCE_DIR:?}/tests/fixtures/gpu
+H=${HTAMERGE:?}
 T=$(hm_mktemp cli_torch_unmodified)
 trap 'rm -rf "$T"' EXIT
 command -v python3 >/dev/null || skip "python3 is not installed"
-for f in nanogpt_eager nanogpt_compiled nanogpt_profiler; do
-    gunzip -c "$FX/$f.db.gz" > "$T/$f.db" || { echo "FAIL: gunzip $f.db.gz"; exit 1; }
-done
+gpu_fixtures "$T" nanogpt_eager nanogpt_compiled nanogpt_profiler
 
-# sql DB EXPECTED QUERY: the rows (one a line, '|' between columns).
-sql() {
-    local got
-    got=$(python3 -c 'import sqlite3,sys
-for r in sqlite3.connect(sys.argv[1]).execute(sys.argv[2]): print("|".join(map(str, r)))' "$T/$1.db" "$3" 2>&1)
-    [ "$got" = "$2" ] || fail "$1: $3"$'\n'"  got:      $(echo "$got" | head -5 | tr '\n' ';')"$'\n'"  expected: $2"
-}
+sql() { fixture_sql "$T/$1" "$2" "$3"; }
 # check FILE PYTHON-EXPR: d = FILE as JSON.
 check() {
     python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if eval(sys.argv[2]) else 1)' \

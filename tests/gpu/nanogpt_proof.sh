@@ -18,6 +18,7 @@
 #          lib/ (see tests/gpu/prepare_carry.sh); NANOGPT: a checkout of
 #          https://github.com/karpathy/nanoGPT (model.py, train.py, bench.py,
 #          configurator.py); SECTIONS: "train profiler cost" by default, also
+#          "cost_long" (train.py for LONG_ITERS=400 iterations, plain and hm),
 #          "handover" (the profiler run with HTAMERGE_INJECT_DEBUG=1) and
 #          "window" (--cupti-window 1000/2000: CUPTI's cost in one process).
 #   TRAIN_MODES (eager compiled), TRAIN_EXTRA (more train.py options, e.g.
@@ -138,6 +139,36 @@ if want cost; then
                     "${MPI[@]}" "$H" -o "cost_$mode$round.db" "${BENCH[@]}" --compile=$comp >"cost.log" 2>&1
                 fi
                 say "RESULT cost $mode round $round $how rc=$? $(grep 'time per iteration' cost.log)"
+            done
+        done
+    done
+fi
+# cost_long: train.py for LONG_ITERS iterations (no gradient accumulation,
+# ~33 ms each), plain and under htamerge, interleaved ABAB: the mean
+# iteration time after the first 100 (bench.py's 20 timed steps fall inside
+# the budget's start-up, before its windows settle). Both under mpirun -n 1
+# with torch's launcher variables set, so both run DDP at world 1 as
+# htamerge's run does.
+if want cost_long; then
+    LONG=(train.py --dataset=synth --batch_size=12 --block_size=1024 --gradient_accumulation_steps=1
+          --max_iters=${LONG_ITERS:-400} --lr_decay_iters=${LONG_ITERS:-400} --warmup_iters=5
+          --eval_interval=100000 --eval_iters=2 --log_interval=1 --always_save_checkpoint=False
+          --out_dir="$W/out")
+    mean_iter() { grep -o '^iter [0-9]*: .*time [0-9.]*ms' "$1" |
+        awk '{n = $2 + 0; t = $NF; sub("ms", "", t)} n >= 100 {s += t; c++} END {if (c) printf "%.3f", s / c}'; }
+    for mode in ${LONG_MODES:-eager compiled}; do
+        comp=False; [ $mode = compiled ] && comp=True
+        rounds=${ROUNDS:-1 2}; [ $mode = compiled ] && rounds=${COMPILED_ROUNDS:-1}
+        for round in $rounds; do
+            for how in ${LONG_HOWS:-plain hm}; do
+                if [ $how = plain ]; then
+                    "${MPI[@]}" -x RANK=0 -x LOCAL_RANK=0 -x WORLD_SIZE=1 -x MASTER_ADDR=127.0.0.1 \
+                        -x MASTER_PORT=29533 python3 "${LONG[@]}" --compile=$comp >long.log 2>&1
+                else
+                    # shellcheck disable=SC2086
+                    "${MPI[@]}" "$H" -o "long_$mode$round.db" ${LONG_HM_ARGS:-} "${LONG[@]}" --compile=$comp >long.log 2>&1
+                fi
+                say "RESULT cost_long $mode round $round $how rc=$? mean_iter_ms $(mean_iter long.log) $(grep 'capture plan' long.log | tail -1)"
             done
         done
     done
