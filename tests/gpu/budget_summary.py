@@ -2,13 +2,38 @@
 JSON line: run length, slices and kernels, the database's size per minute,
 records per second, the share of the run CUPTI was attached, and for each
 rank the steps (hooks' step numbers) that lie inside CUPTI's recording
-windows, so that ranks can be compared.
+windows, so that ranks can be compared; and each rank's mean step time by
+where the step lies in the budget's cycle (inside a window, the first steps
+after one, the rest of the pause), to see what a window costs after it ends.
 
 usage: budget_summary.py FILE.db LABEL"""
 import json
 import os
 import sqlite3
 import sys
+
+
+def by_position(rs, iv):
+    """Mean step ms (and count) inside windows, k steps after a window's
+    end (1..5), and later in the pause; steps before the first window's end
+    left out (start-up)."""
+    if len(iv) < 2:
+        return {}
+    groups, w, k, pause_of = {}, 0, 0, None
+    for n, a, b in rs:
+        while w < len(iv) and iv[w][1] <= a:
+            w += 1
+        if w == 0:
+            continue
+        if w < len(iv) and iv[w][0] <= b - 2e6:
+            key = "window"
+        else:
+            if pause_of != w:
+                pause_of, k = w, 0
+            k += 1
+            key = "after_%d" % k if k <= 5 else "pause"
+        groups.setdefault(key, []).append((b - a) / 1e6)
+    return {k: [round(sum(v) / len(v), 3), len(v)] for k, v in sorted(groups.items())}
 
 
 def main():
@@ -47,6 +72,7 @@ def main():
         inside = [n for n, a, b in rs if any(x <= a + 2e6 and b - 2e6 <= y for x, y in iv)]
         attached = sum(y - x for x, y in iv) / 1e9
         out["ranks"][r] = {"steps": len(rs), "recorded_steps": len(inside),
+                           "step_ms_by_position": by_position(rs, iv),
                            "recorded_step_list": inside[:400], "attached_s": round(attached, 2),
                            "attached_share": round(attached / secs, 4) if secs else None,
                            "windows": len(iv)}

@@ -169,6 +169,9 @@ if want cost_long; then
                     "${MPI[@]}" "$H" -o "long_$mode$round.db" ${LONG_HM_ARGS:-} "${LONG[@]}" --compile=$comp >long.log 2>&1
                 fi
                 say "RESULT cost_long $mode round $round $how rc=$? mean_iter_ms $(mean_iter long.log) $(grep 'capture plan' long.log | tail -1)"
+                # where in the budget's cycle the steps are slow
+                [ $how = hm ] && python3 "$S/budget_summary.py" "long_$mode$round.db" "long_$mode$round" |
+                    python3 -c 'import json,sys; d=json.load(sys.stdin); print("CYCLE", d["label"], {r: (v["windows"], v["step_ms_by_position"]) for r, v in d["ranks"].items()})' >>"$R" 2>&1
             done
         done
     done
