@@ -205,6 +205,21 @@ hm_strid hm_strtab_append(struct hm_strtab *t, const char *s, size_t len)
     return add_entry(t, s, len, 0);
 }
 
+hm_strid hm_strtab_find(const struct hm_strtab *t, const char *s, size_t len)
+{
+    uint32_t h, i;
+
+    if (len == 0 || len > UINT32_MAX - 1)
+        return 0;
+    h = hash_bytes(s, len);
+    for (i = h & (t->nslots - 1); t->slots[i]; i = (i + 1) & (t->nslots - 1)) {
+        const struct entry *e = &t->ents[t->slots[i] - 1];
+        if (e->hash == h && e->len == len && memcmp(e->s, s, len) == 0)
+            return t->slots[i] - 1;
+    }
+    return 0;
+}
+
 hm_strid hm_strtab_intern_cstr(struct hm_strtab *t, const char *s)
 {
     return hm_strtab_intern(t, s, s ? strlen(s) : 0);

@@ -32,6 +32,10 @@ hm_strid hm_strtab_intern_cstr(struct hm_strtab *t, const char *s);
  * id 0; UINT32_MAX when out of memory. */
 hm_strid hm_strtab_append(struct hm_strtab *t, const char *s, size_t len);
 
+/* Finding. The id of s[0..len) if it was interned (appended copies are
+ * not found), else 0; never adds it. */
+hm_strid hm_strtab_find(const struct hm_strtab *t, const char *s, size_t len);
+
 /* Lookup. Returns a NUL-terminated string valid until the table is freed
  * (interning more strings never moves earlier ones); *len may be NULL.
  * An unknown id gives "". */

@@ -184,8 +184,31 @@ static void test_append(void)
     hm_strtab_free(t);
 }
 
+/* Finding never adds, finds interned text only, and empty is 0. */
+static void test_find(void)
+{
+    struct hm_strtab *t = hm_strtab_new();
+    hm_strid a = hm_strtab_intern(t, "allreduce", 9);
+
+    hm_strtab_append(t, "appended", 8);
+    CHECK_EQ_INT(hm_strtab_find(t, "allreduce", 9), a);
+    CHECK_EQ_INT(hm_strtab_find(t, "allreduc", 8), 0);
+    CHECK_EQ_INT(hm_strtab_find(t, "appended", 8), 0);
+    CHECK_EQ_INT(hm_strtab_find(t, "", 0), 0);
+    CHECK_EQ_INT(hm_strtab_count(t), 3);
+    for (int i = 0; i < 5000; i++) {   /* through the table's growth */
+        char buf[32];
+        int n = snprintf(buf, sizeof buf, "name_%d", i);
+        hm_strtab_intern(t, buf, (size_t)n);
+    }
+    CHECK_EQ_INT(hm_strtab_find(t, "allreduce", 9), a);
+    CHECK_EQ_INT(hm_strtab_find(t, "name_4999", 9), hm_strtab_count(t) - 1);
+    hm_strtab_free(t);
+}
+
 int main(void)
 {
+    test_find();
     test_basics();
     test_binary();
     test_growth();
