@@ -202,6 +202,65 @@ static void test_writer_round_trip(void)
     hm_batch_free(b);
 }
 
+/* Two ranks' batches interleaved, as a live run stores them (rank 0, rank
+ * 1, rank 0 again with earlier samples): each rank reads back its own
+ * recording samples only, all of them, by time, and its analysis is the
+ * one of its samples alone. */
+static void test_writer_interleaved(void)
+{
+    static const char rec[] = "htamerge/cupti recording";
+    char path[4096];
+    struct hm_err err;
+    struct hm_batch *a = make_kernels(), *b = make_kernels(), *c = hm_batch_new(), *l0 = NULL, *l1 = NULL;
+    struct mrg_writer *w;
+    struct an_rank_result r;
+
+    snprintf(path, sizeof path, "%s", hm_tmpfile("hta_pauses2.db"));
+    unlink(path);
+    add_pauses(a, 110 * US, 135 * US);
+    b->info.rank = 1;
+    b->info.world_size = a->info.world_size = c->info.world_size = 2;
+    add_counter(b, rec, BASE + 2000 * US, 0);
+    add_counter(b, "Total Allocated", BASE + 10 * US, 5);
+    c->info.rank = 0;
+    c->info.base_time_ns = 0;
+    add_counter(c, rec, BASE - 700 * US, 1);
+    add_counter(c, rec, BASE - 650 * US, 1);
+    hm_err_clear(&err);
+    w = mrg_writer_open(path, &err);
+    CHECK(w != NULL);
+    if (!w)
+        goto out;
+    CHECK_EQ_INT(mrg_writer_add_batch(w, a, &err), 0);
+    CHECK_EQ_INT(mrg_writer_add_batch(w, b, &err), 0);
+    CHECK_EQ_INT(mrg_writer_add_batch(w, c, &err), 0);
+    CHECK_EQ_INT(mrg_writer_load_rank(w, 0, &l0, &err), 0);
+    if (l0) {
+        CHECK_EQ_INT(l0->counters.n, 11);
+        for (size_t i = 0; i < l0->counters.n; i++) {
+            CHECK_STR(hm_batch_str(l0, l0->counters.v[i].name), rec);
+            CHECK(i == 0 || l0->counters.v[i - 1].ts <= l0->counters.v[i].ts);
+        }
+        CHECK_EQ_INT(l0->counters.v[0].ts, BASE - 700 * US);
+        CHECK_EQ_INT(run(l0, &r), 0);
+        check_result(&r, 925, 435, 47.03, 52.97, 400, 35, 0);
+        an_rank_result_clear(&r);
+    }
+    CHECK_EQ_INT(mrg_writer_load_rank(w, 1, &l1, &err), 0);
+    if (l1) {
+        CHECK_EQ_INT(l1->counters.n, 1);
+        CHECK_EQ_INT(l1->counters.n ? l1->counters.v[0].ts : 0, BASE + 2000 * US);
+    }
+    CHECK_EQ_INT(mrg_writer_finish(w, &err), 0);
+out:
+    unlink(path);
+    hm_batch_free(l0);
+    hm_batch_free(l1);
+    hm_batch_free(a);
+    hm_batch_free(b);
+    hm_batch_free(c);
+}
+
 int main(void)
 {
     test_unpaused();
@@ -209,5 +268,6 @@ int main(void)
     test_paused_fractional();
     test_open_pause();
     test_writer_round_trip();
+    test_writer_interleaved();
     return hm_test_done();
 }
