@@ -35,12 +35,19 @@ d1=$(sql1 run.db 'SELECT round(clock_drift_ppm) FROM ranks WHERE rank = 1')
 [ "${d1%.0}" -le -20 ] && [ "${d1%.0}" -ge -90 ] || fail "rank 1 drift $d1 ppm"
 # The real test of alignment: the synth's collectives end at one real
 # instant on every rank, so after alignment their exits must coincide.
-worst=$(sql1 run.db "WITH k AS (SELECT c.rank, c.seq, c.exit_ns FROM collectives c
+# A clock error shows in every collective; a rank descheduled on a loaded
+# machine delays one: the typical (median) collective's disagreement must
+# be within 50 us, the worst within 2 ms.
+per_seq="WITH k AS (SELECT c.rank, c.seq, c.exit_ns FROM collectives c
     JOIN slices s ON s.id = c.slice JOIN tracks t ON t.id = s.track
-    WHERE t.kind = 'gpu_stream' AND c.seq IS NOT NULL)
-  SELECT max(abs(k.exit_ns - z.exit_ns)) FROM k JOIN k z ON z.seq = k.seq AND z.rank = 0")
-[ -n "$worst" ] && [ "$worst" -lt 50000 ] || fail "collective exits disagree by $worst ns after alignment"
-echo "clock recovery: worst collective exit disagreement $worst ns; offsets $o1 / $o3; drift $d1 ppm"
+    WHERE t.kind = 'gpu_stream' AND c.seq IS NOT NULL),
+  d AS (SELECT k.seq, max(abs(k.exit_ns - z.exit_ns)) AS ns FROM k JOIN k z ON z.seq = k.seq AND z.rank = 0
+        GROUP BY k.seq)"
+typical=$(sql1 run.db "$per_seq SELECT ns FROM d ORDER BY ns LIMIT 1 OFFSET (SELECT count(*) / 2 FROM d)")
+worst=$(sql1 run.db "$per_seq SELECT max(ns) FROM d")
+[ -n "$typical" ] && [ "$typical" -lt 50000 ] || fail "collective exits disagree by $typical ns (median) after alignment"
+[ -n "$worst" ] && [ "$worst" -lt 2000000 ] || fail "collective exits disagree by $worst ns (worst) after alignment"
+echo "clock recovery: collective exit disagreement median $typical ns, worst $worst ns; offsets $o1 / $o3; drift $d1 ppm"
 [ "$(sql1 run.db 'SELECT rank FROM v_stragglers ORDER BY blame_us DESC LIMIT 1')" = 2 ] || fail "straggler is not rank 2"
 "$H" report run.db temporal --format json > temporal.json || fail "report temporal"
 grep -q '"rank":[[:space:]]*3' temporal.json || fail "temporal lacks rank 3"
@@ -69,7 +76,9 @@ run 60 "$H" -o one.db "$S" --steps 3 > one.log 2>&1 || fail "single rank run"
 [ "$(sql1 one.db 'SELECT count(*) FROM ranks')" = 1 ] || fail "single rank: ranks"
 
 # 6. kill -9 of a rank mid-run: the file opens, holds what arrived, says incomplete.
-run_mpi 60 -n 3 "$H" -o kill.db "$S" --steps 200 --cycle 2 > kill.log 2>&1 &
+#    Long enough (about 2 minutes) that a loaded machine never lets it finish
+#    before the kill; the kill ends it in seconds.
+run_mpi 60 -n 3 "$H" -o kill.db "$S" --steps 2000 --cycle 2 > kill.log 2>&1 &
 mp=$!
 for _ in $(seq 1 100); do
     [ -s kill.db ] && [ "$(sql1 kill.db 'SELECT count(DISTINCT rank) FROM steps' 2>/dev/null)" = 3 ] && break
