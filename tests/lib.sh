@@ -87,3 +87,7 @@ fixture_sql() {
 for r in sqlite3.connect(sys.argv[1]).execute(sys.argv[2]): print("|".join(map(str, r)))' "$1.db" "$3" 2>&1)
     [ "$got" = "$2" ] || fail "$(basename "$1"): $3"$'\n'"  got:      $(echo "$got" | head -5 | tr '\n' ';')"$'\n'"  expected: $(echo "$2" | tr '\n' ';')"
 }
+
+# hm_sanitized BIN: whether BIN was built with AddressSanitizer (its
+# quarantine and shadow memory make resident-memory figures meaningless).
+hm_sanitized() { nm -D "$1" 2>/dev/null | grep -q __asan_init || ldd "$1" 2>/dev/null | grep -q libasan; }

@@ -40,7 +40,7 @@ rss0=$(rss_kb)
 # Memory bounds: ASan keeps freed memory in quarantine and adds shadow, so
 # a sanitizer build gets looser ones.
 PEAK_KB=262144 ROUND_KB=8192
-if nm -D "$H" 2>/dev/null | grep -q __asan_init || ldd "$H" 2>/dev/null | grep -q libasan; then
+if hm_sanitized "$H"; then
     PEAK_KB=1048576 ROUND_KB=65536
 fi
 
