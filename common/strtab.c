@@ -164,6 +164,20 @@ static hm_strid add_entry(struct hm_strtab *t, const char *s, size_t len, uint32
     return id;
 }
 
+/* The slot of s[0..len) with hash h: its own, or the empty one where it
+ * would go. */
+static uint32_t probe(const struct hm_strtab *t, const char *s, size_t len, uint32_t h)
+{
+    uint32_t i;
+
+    for (i = h & (t->nslots - 1); t->slots[i]; i = (i + 1) & (t->nslots - 1)) {
+        const struct entry *e = &t->ents[t->slots[i] - 1];
+        if (e->hash == h && e->len == len && memcmp(e->s, s, len) == 0)
+            break;
+    }
+    return i;
+}
+
 hm_strid hm_strtab_intern(struct hm_strtab *t, const char *s, size_t len)
 {
     uint32_t h, i, id;
@@ -173,11 +187,9 @@ hm_strid hm_strtab_intern(struct hm_strtab *t, const char *s, size_t len)
     if (len > UINT32_MAX - 1)
         return UINT32_MAX;
     h = hash_bytes(s, len);
-    for (i = h & (t->nslots - 1); t->slots[i]; i = (i + 1) & (t->nslots - 1)) {
-        const struct entry *e = &t->ents[t->slots[i] - 1];
-        if (e->hash == h && e->len == len && memcmp(e->s, s, len) == 0)
-            return t->slots[i] - 1;
-    }
+    i = probe(t, s, len, h);
+    if (t->slots[i])
+        return t->slots[i] - 1;
     if (t->n == UINT32_MAX - 1)
         return UINT32_MAX;
     /* Grow before inserting, so that a failed growth fails this call
@@ -185,8 +197,7 @@ hm_strid hm_strtab_intern(struct hm_strtab *t, const char *s, size_t len)
     if ((uint64_t)(t->nhashed + 1) * 2 > t->nslots) {
         if (grow_slots(t) != 0)
             return UINT32_MAX;
-        for (i = h & (t->nslots - 1); t->slots[i]; i = (i + 1) & (t->nslots - 1))
-            ;
+        i = probe(t, s, len, h);
     }
     id = add_entry(t, s, len, h);
     if (id == UINT32_MAX)
@@ -207,17 +218,12 @@ hm_strid hm_strtab_append(struct hm_strtab *t, const char *s, size_t len)
 
 hm_strid hm_strtab_find(const struct hm_strtab *t, const char *s, size_t len)
 {
-    uint32_t h, i;
+    uint32_t i;
 
     if (len == 0 || len > UINT32_MAX - 1)
         return 0;
-    h = hash_bytes(s, len);
-    for (i = h & (t->nslots - 1); t->slots[i]; i = (i + 1) & (t->nslots - 1)) {
-        const struct entry *e = &t->ents[t->slots[i] - 1];
-        if (e->hash == h && e->len == len && memcmp(e->s, s, len) == 0)
-            return t->slots[i] - 1;
-    }
-    return 0;
+    i = probe(t, s, len, hash_bytes(s, len));
+    return t->slots[i] ? t->slots[i] - 1 : 0;
 }
 
 hm_strid hm_strtab_intern_cstr(struct hm_strtab *t, const char *s)

@@ -8,7 +8,9 @@ set -u
 SRC=${HM_SOURCE_DIR:?}
 P=${HTAMERGE_PYTHON:-/usr/bin/python3}
 command -v "$P" >/dev/null || { echo "SKIP: no $P"; exit 77; }
-out=$("$P" "$SRC/tests/tools/hooks_plan_check.py" "$SRC/collector/sources/python" 2>&1)
+LIB=$(dirname "${HTAMERGE:?}")/libhtamerge-py.so
+[ -f "$LIB" ] || { echo "FAIL: $LIB not built"; exit 1; }
+out=$("$P" "$SRC/tests/tools/hooks_plan_check.py" "$SRC/collector/sources/python" "$LIB" 2>&1)
 rc=$?
 [ $rc -eq 0 ] && [ "$out" = ok ] || { echo "FAIL: $out"; exit 1; }
 echo ok

@@ -6,11 +6,17 @@ that steps which contain a switch give no A/B sample, the medians
 published, and that a request of steps forces CUPTI on under a plan in
 time. Exits 1 with the differences on failure.
 
-usage: hooks_plan_check.py HOOKS_DIR"""
+usage: hooks_plan_check.py HOOKS_DIR LIBHTAMERGE_PY (the plan's formula is
+the library's hmpy_capture_step, as in a real run)"""
+import ctypes
 import sys
 
 sys.path.insert(0, sys.argv[1])
 import _htamerge_hooks as h  # noqa: E402
+
+_real = ctypes.CDLL(sys.argv[2])
+_real.hmpy_capture_step.argtypes = [ctypes.POINTER(h._Plan), ctypes.c_int64]
+_real.hmpy_capture_step.restype = ctypes.c_int
 
 fails = []
 
@@ -31,6 +37,9 @@ class Ring:
         for k, v in self.plan.items():
             setattr(ref._obj, k, v)
         return self.gen
+
+    def hmpy_capture_step(self, ref, step):
+        return _real.hmpy_capture_step(ref, step)
 
     def hmpy_step_ab(self, *a):
         self.ab = a

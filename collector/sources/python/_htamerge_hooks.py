@@ -144,6 +144,8 @@ def install():
         lib.hmpy_plan_gen.restype = ctypes.c_uint64
         lib.hmpy_plan.argtypes = [ctypes.POINTER(_Plan)]
         lib.hmpy_plan.restype = ctypes.c_uint64
+        lib.hmpy_capture_step.argtypes = [ctypes.POINTER(_Plan), i64]
+        lib.hmpy_capture_step.restype = ctypes.c_int
         lib.hmpy_step_begun.argtypes = [i64, i64]
         lib.hmpy_step_begun.restype = None
         lib.hmpy_step_ab.argtypes = [i64, i64, i64, i64, i64, i64]
@@ -276,6 +278,7 @@ class _Plan(ctypes.Structure):
 
 
 _STEPS_MODE = 3   # HM_CAPTURE_STEPS
+_F_WINDOW, _F_REQUEST = 1, 2   # HM_CAPTURE_F_WINDOW, HM_CAPTURE_F_REQUEST
 _CAT_CPU_OP = 1   # HM_CAT_CPU_OP
 
 
@@ -315,15 +318,11 @@ class _Capture:
         p = cls.plan
         if p is None or (p.id == 0 and p.req_id == 0):
             return
-        req = p.req_id > 0 and p.req_steps > 0 and p.req_from_step <= step < p.req_from_step + p.req_steps
+        # The plan's one formula (common/capture_plan.c), the same on every rank.
+        f = _lib.hmpy_capture_step(ctypes.byref(p), step)
+        req = bool(f & _F_REQUEST)
         if p.mode == _STEPS_MODE:
-            # Before base_step, the schedule of the plan this one replaced:
-            # every rank switches at the same step.
-            if step >= p.base_step:
-                base, on, period = p.base_step, p.on_steps, p.period_steps
-            else:
-                base, on, period = p.prev_base_step, p.prev_on_steps, p.prev_period_steps
-            win = period > 0 and step >= base and (step - base) % period < on
+            win = bool(f & _F_WINDOW)
             before = cls.cupti
             cls.cupti_word(win or req)
             if before != cls.cupti:

@@ -134,6 +134,13 @@ HMPY_API uint64_t hmpy_plan(struct hm_capture_plan *out)
     return hm_capture_plan_get(hm_ring_control_area(g_ring), out);
 }
 
+/* Whether step is recorded in full under plan p: HM_CAPTURE_F_* bits
+ * (hm_capture_step), so that the hooks keep no copy of the formula. */
+HMPY_API int hmpy_capture_step(const struct hm_capture_plan *p, int64_t step)
+{
+    return p ? hm_capture_step(p, step) : 0;
+}
+
 /* The hooks' progress: step `step_now` (0-based) began; the last one took
  * step_ns. The collector reads it to place a plan's steps ahead of all. */
 HMPY_API void hmpy_step_begun(int64_t step_now, int64_t step_ns)
