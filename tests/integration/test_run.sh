@@ -94,8 +94,12 @@ done
 [ -n "$victim" ] && kill -9 "$victim" || fail "no rank 2 to kill"
 wait $mp; rc=$?
 # mpirun may return before every rank's process is gone; the report judges
-# a "running" file by whether its merger still exists.
-for _ in $(seq 1 100); do [ -n "$(mine)" ] || break; sleep 0.1; done
+# a "running" file by whether its merger's pid still exists (a zombie does).
+mpid=$(sql1 kill.db "SELECT value FROM meta WHERE key = 'merger_pid'")
+for _ in $(seq 1 300); do
+    [ -z "$(mine)" ] && { [ -z "$mpid" ] || ! kill -0 "$mpid" 2>/dev/null; } && break
+    sleep 0.1
+done
 [ $rc != 0 ] && [ $rc != 124 ] || fail "kill -9: mpirun exit $rc (124 means it hung)"
 [ "$(sqlite3 kill.db 'PRAGMA integrity_check')" = ok ] || fail "kill -9: integrity_check"
 [ "$(sql1 kill.db 'SELECT count(*) FROM slices')" -gt 0 ] || fail "kill -9: data lost"
