@@ -256,3 +256,34 @@ void col_ingest_list_free(struct col_ingest_list *l)
     if (l && l->files)
         src_kineto_list_free(l->files, l->nfiles);
 }
+
+static size_t strip(const char *p, size_t end, const char *suffix)
+{
+    size_t n = strlen(suffix);
+    return end > n && memcmp(p + end - n, suffix, n) == 0 ? end - n : end;
+}
+
+/* The length of the path's group key: its folder and name without the
+ * trace suffixes and a last all-digit part (ingest_list.h). */
+static size_t key_len(const char *p)
+{
+    const char *slash = strrchr(p, '/'), *base = slash ? slash + 1 : p;
+    size_t end = strip(p, strip(p, strlen(p), ".gz"), ".json"), dot;
+
+    end = strip(p, end, ".pt.trace");
+    for (dot = end; dot > (size_t)(base - p) && p[dot - 1] != '.'; dot--)
+        ;
+    if (dot > (size_t)(base - p) + 1 && dot < end && strspn(p + dot, "0123456789") == end - dot)
+        end = dot - 1;
+    return end;
+}
+
+size_t col_ingest_group_end(char *const *files, size_t nfiles, size_t i)
+{
+    size_t k = i < nfiles ? key_len(files[i]) : 0, j = i + 1;
+
+    while (j < nfiles && j - i < COL_INGEST_GROUP_MAX && key_len(files[j]) == k &&
+           memcmp(files[j], files[i], k) == 0)
+        j++;
+    return j;
+}

@@ -14,7 +14,8 @@ struct col_ingest_list {
     char **files;       /* owned (col_ingest_list_free): rank 0 every file's name,
                          * sorted; a reader the paths on its own host */
     size_t nfiles;
-    size_t first, step; /* a reader reads files[first], files[first + step], ... */
+    size_t first, step; /* a reader reads groups first, first + step, ... of files
+                         * (col_ingest_group_end), all the files of each */
     char host[64];      /* node-local: the prefix of every name ("host:path"); else "" */
 };
 
@@ -30,5 +31,19 @@ int col_ingest_list_share(const char *const *paths, int npaths, int node_local, 
                           struct hm_err *err);
 
 void col_ingest_list_free(struct col_ingest_list *l);
+
+/* Groups: the files of one rank go to one reader, so that it analyses the
+ * rank's files together (ingest_send.c) and rank 0 need not read the rank
+ * back (merger/rank_files.h). A file's rank is known only once it is
+ * parsed, so the listing groups by name: torch.profiler names a process's
+ * files WORKER.TIMESTAMP.pt.trace.json[.gz], so a group is a run of
+ * consecutive files (in list order) of one folder whose names agree up to
+ * a last numeric part before the suffix ("rank-3.json", "host_123.17000.pt.
+ * trace.json.gz" -> "rank-3", "host_123"). A guess that is wrong costs
+ * speed, never correctness: rank 0 reads back any rank whose files did not
+ * all reach one reader. The end (exclusive) of the group that starts at
+ * files[i]; a group holds at most COL_INGEST_GROUP_MAX files. */
+enum { COL_INGEST_GROUP_MAX = 16 };
+size_t col_ingest_group_end(char *const *files, size_t nfiles, size_t i);
 
 #endif

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "collector/ingest_msg.h"
 #include "common/protocol.h"
 #include "common/wire.h"
 #include "analysis/cross_rank.h"
@@ -44,7 +45,8 @@ static size_t file_index(struct mrg_store *s, const char *path)
 struct r0_time {
     double busy;   /* decoding and storing, joins included; the rest is waiting */
     double decode; /* wire and analysis results */
-    double join;   /* ranks of several files, read back and analysed (rank_files.h) */
+    double join;   /* ranks of several files: their readers' analyses stored, or read back and
+                    * analysed (rank_files.h) */
 };
 
 struct order {
@@ -118,19 +120,24 @@ static int release_early(struct mrg_store *s, struct order *o, int store, struct
 }
 
 /* A reader's message: the wire batch, then its analyses' results (the
- * readers analyse what they parse: collector/ingest_send.c). A batch
- * without them is analysed here when stored (mrg_store_slot). */
-static int decode(const uint8_t *buf, size_t len, struct mrg_slot *slot)
+ * readers analyse what they parse: collector/ingest_send.c) and maybe a
+ * rank's over all its files (collector/ingest_msg.h; *tail borrows from
+ * buf). A batch without results is analysed here when stored
+ * (mrg_store_slot). */
+static int decode(const uint8_t *buf, size_t len, struct mrg_slot *slot, struct col_ingest_tail *tail)
 {
     struct hm_wire_header h;
     int rc = hm_wire_peek(buf, len, &h, &slot->err);
 
+    memset(tail, 0, sizeof *tail);
     if (rc == 0 && h.total_len > len)
         rc = hm_err_set(&slot->err, HM_EFORMAT, NULL, (int64_t)len, "batch message cut short");
     if (rc == 0)
         rc = hm_wire_decode(buf, (size_t)h.total_len, &slot->batch, &slot->err);
-    if (rc == 0 && h.total_len < len) {
-        rc = an_results_decode(buf + h.total_len, len - (size_t)h.total_len, slot->res, 2, &slot->err);
+    if (rc == 0 && h.total_len < len)
+        rc = col_ingest_tail_decode(buf + h.total_len, len - (size_t)h.total_len, tail, &slot->err);
+    if (rc == 0 && tail->file_res) {
+        rc = an_results_decode(tail->file_res, tail->file_len, slot->res, 2, &slot->err);
         slot->analysed = rc == 0;
     }
     if (rc)
@@ -138,15 +145,56 @@ static int decode(const uint8_t *buf, size_t len, struct mrg_slot *slot)
     return rc;
 }
 
+static int cmp_size(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* A rank's analyses over its files, made by the reader that read them all:
+ * kept for the end (merger/rank_files.h), which checks that they cover the
+ * files stored for the rank. */
+static int offer(struct mrg_store *s, int rank, const struct col_ingest_tail *t, int from, struct hm_err *err)
+{
+    struct an_rank_result res[2];
+    size_t *idx = malloc((t->nnames ? t->nnames : 1) * sizeof *idx);
+    const char *name = t->names;
+    int rc;
+
+    if (!idx)
+        return hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
+    if ((rc = an_results_decode(t->rank_res, t->rank_len, res, 2, err)) != 0) {
+        free(idx);
+        return rc;
+    }
+    for (size_t i = 0; rc == 0 && i < t->nnames; i++, name += strlen(name) + 1)
+        if ((idx[i] = file_index(s, name)) == s->nfiles)
+            rc = hm_err_set(err, HM_EFORMAT, name, -1, "rank %d joined a file nobody asked for", from);
+    if (rc == 0) {
+        qsort(idx, t->nnames, sizeof *idx, cmp_size);
+        if ((rc = mrg_rank_files_offer(&s->rfiles, rank, idx, t->nnames, res)) != 0)
+            hm_err_set(err, rc, NULL, -1, "out of memory");
+    } else {
+        an_rank_result_clear(&res[0]);
+        an_rank_result_clear(&res[1]);
+    }
+    free(idx);
+    return rc;
+}
+
 static int on_batch(struct mrg_store *s, struct order *o, const uint8_t *buf, int len, int from,
                     double *decode_s, struct hm_err *err)
 {
+    struct col_ingest_tail tail;
     struct mrg_slot slot;
     size_t i;
 
     memset(&slot, 0, sizeof slot);
     *decode_s -= hm_mono_s();
-    slot.rc = decode(buf, (size_t)len, &slot);
+    slot.rc = decode(buf, (size_t)len, &slot, &tail);
+    if (slot.rc == 0 && tail.rank_res &&
+        (slot.rc = offer(s, slot.batch->info.rank, &tail, from, &slot.err)) != 0)
+        mrg_release_slot(&slot);
     *decode_s += hm_mono_s();
     if (slot.rc) {
         slot.err.rank = from;
@@ -247,9 +295,12 @@ static void phase_done(const char *what, double *since, const struct mrg_store *
             double rows = (double)(st->slices + st->collectives + st->counters);
             fprintf(stderr, " (%.0f rows, %.0f rows/s; writer busy %.3f s, %.0f rows/s busy)\n", rows,
                     el > 0 ? rows / el : 0.0, t->busy, t->busy > 0 ? rows / t->busy : 0.0);
+            size_t by_readers, read_back;
+            mrg_rank_files_counts(s->rfiles, &by_readers, &read_back);
             fprintf(stderr, "htamerge-stats: ingest rank 0: decode %.3f s, analyses %.3f s (%zu of %zu files "
-                    "analysed on rank 0), ranks of several files joined %.3f s\n", t->decode, s->analyse_s,
-                    s->analysed_here, s->nfiles, t->join);
+                    "analysed on rank 0), ranks of several files: %zu analysed by their reader, %zu read back "
+                    "and analysed, joined %.3f s\n", t->decode, s->analyse_s, s->analysed_here, s->nfiles,
+                    by_readers, read_back, t->join);
         } else {
             fputc('\n', stderr);
         }

@@ -18,9 +18,20 @@ struct file_print {
     size_t nsteps;
 };
 
+/* Analyses of a rank of several files made by the reader that read them all. */
+struct offer {
+    int rank;
+    size_t *files;              /* owned: list indices, increasing */
+    size_t n;
+    struct an_rank_result res[2];
+};
+
 struct mrg_rank_files {
     struct file_print *v;
     size_t n, cap;
+    struct offer *o;             /* owned */
+    size_t no, ocap;
+    size_t offered, read_back;   /* ranks finished either way */
 };
 
 static int cmp_i64(const void *a, const void *b)
@@ -54,11 +65,16 @@ static int fingerprint(const struct hm_batch *b, size_t i, struct file_print *f)
     return 0;
 }
 
+static struct mrg_rank_files *get(struct mrg_rank_files **rf)
+{
+    return *rf ? *rf : (*rf = calloc(1, sizeof **rf));
+}
+
 static int push(struct mrg_rank_files **rf, struct file_print *f)
 {
-    struct mrg_rank_files *r = *rf;
+    struct mrg_rank_files *r = get(rf);
 
-    if (!r && !(r = *rf = calloc(1, sizeof *r)))
+    if (!r)
         return HM_ENOMEM;
     if (hm_vec_reserve((void **)&r->v, &r->cap, r->n + 1, sizeof *r->v))
         return HM_ENOMEM;
@@ -211,20 +227,89 @@ static int reanalyse(const struct mrg_rank_files *rf, struct mrg_writer *w, int 
     return rc;
 }
 
+int mrg_rank_files_offer(struct mrg_rank_files **rf, int rank, const size_t *files, size_t n,
+                         struct an_rank_result res[2])
+{
+    struct mrg_rank_files *r = get(rf);
+    struct offer *o = NULL;
+
+    if (r && hm_vec_reserve((void **)&r->o, &r->ocap, r->no + 1, sizeof *r->o) == 0) {
+        o = &r->o[r->no];
+        o->files = malloc((n ? n : 1) * sizeof *o->files);
+    }
+    if (!o || !o->files) {
+        an_rank_result_clear(&res[0]);
+        an_rank_result_clear(&res[1]);
+        return HM_ENOMEM;
+    }
+    r->no++;
+    o->rank = rank;
+    o->n = n;
+    memcpy(o->files, files, n * sizeof *files);
+    o->res[0] = res[0];
+    o->res[1] = res[1];
+    return 0;
+}
+
+/* The offer for rank that covers exactly the files stored for it (in the
+ * order stored, which is the list's), or NULL. */
+static struct offer *offer_for(const struct mrg_rank_files *rf, int rank)
+{
+    for (size_t i = 0; i < rf->no; i++) {
+        struct offer *o = &rf->o[i];
+        size_t m = 0;
+        int same = o->rank == rank;
+        for (size_t k = 0; k < rf->n && same; k++)
+            if (rf->v[k].rank == rank)
+                same = m < o->n && o->files[m++] == rf->v[k].file;
+        if (same && m == o->n)
+            return o;
+    }
+    return NULL;
+}
+
+/* What reanalyse writes for a rank of ProfilerSteps (the only ranks whose
+ * files a reader joins), from the reader's analyses. */
+static int store_offer(struct mrg_writer *w, struct offer *o, struct hm_err *err)
+{
+    int rc = mrg_writer_drop_steps(w, o->rank, 1, err);
+
+    o->res[0].rank = o->res[1].rank = o->rank;
+    if (rc == 0)
+        rc = mrg_writer_add_analysis(w, &o->res[0], "hta", err);
+    if (rc == 0)
+        rc = mrg_writer_add_analysis(w, &o->res[1], "all_steps", err);
+    return rc;
+}
+
 int mrg_rank_files_finish(struct mrg_rank_files *rf, struct mrg_writer *w, struct hm_err *err)
 {
     int rc = 0;
 
     for (size_t k = 0; rf && k < rf->n && rc == 0; k++) {
+        struct offer *o;
         int done = 0;
         if (!rf->v[k].joined)
             continue;
         for (size_t j = 0; j < k && !done; j++) /* once per rank */
             done = rf->v[j].joined && rf->v[j].rank == rf->v[k].rank;
-        if (!done)
+        if (done)
+            continue;
+        if ((o = offer_for(rf, rf->v[k].rank)) != NULL) {
+            rc = store_offer(w, o, err);
+            rf->offered++;
+        } else {
             rc = reanalyse(rf, w, rf->v[k].rank, err);
+            rf->read_back++;
+        }
     }
     return rc;
+}
+
+void mrg_rank_files_counts(const struct mrg_rank_files *rf, size_t *offered, size_t *read_back)
+{
+    *offered = rf ? rf->offered : 0;
+    *read_back = rf ? rf->read_back : 0;
 }
 
 void mrg_rank_files_free(struct mrg_rank_files *rf)
@@ -233,6 +318,12 @@ void mrg_rank_files_free(struct mrg_rank_files *rf)
         return;
     for (size_t k = 0; k < rf->n; k++)
         free(rf->v[k].steps);
+    for (size_t k = 0; k < rf->no; k++) {
+        free(rf->o[k].files);
+        an_rank_result_clear(&rf->o[k].res[0]);
+        an_rank_result_clear(&rf->o[k].res[1]);
+    }
     free(rf->v);
+    free(rf->o);
     free(rf);
 }

@@ -15,13 +15,17 @@
  * together; times are moved back to the files' trace clock when they share
  * a base time, so that HTA's rounding of fractional microseconds gives what
  * one file holding all the windows would: a rank split into two files
- * gives the numbers of the unsplit file). */
+ * gives the numbers of the unsplit file). Under `mpirun` ingest the reader
+ * that read all of a rank's files makes those analyses and rank 0 only
+ * stores them (mrg_rank_files_offer); a rank whose files were read on two
+ * readers (two hosts) is read back as here. */
 #ifndef HM_MERGER_RANK_FILES_H
 #define HM_MERGER_RANK_FILES_H
 
 #include <stddef.h>
 
 #include "common/batch.h"
+#include "analysis/hta.h"
 #include "common/err.h"
 #include "store/writer.h"
 
@@ -35,8 +39,21 @@ int mrg_rank_files_note(struct mrg_rank_files **rf, size_t i, const struct hm_ba
 int mrg_rank_files_join(struct mrg_rank_files **rf, size_t i, const struct hm_batch *b, char *const *files,
                         struct hm_err *err);
 
-/* Re-runs the analyses of every rank that got more than one file. */
+/* The analyses of a rank of several files, made where its files were
+ * read (`mpirun` ingest: collector/ingest_join.h) over files[0..n) (list
+ * indices, increasing); res[0] mode hta, res[1] all_steps, owned from now
+ * on. _finish stores them instead of reading the rank back, if they cover
+ * exactly the files stored for the rank. HM_ENOMEM (res then freed). */
+int mrg_rank_files_offer(struct mrg_rank_files **rf, int rank, const size_t *files, size_t n,
+                         struct an_rank_result res[2]);
+
+/* Re-runs the analyses of every rank that got more than one file, or
+ * stores those offered for it. */
 int mrg_rank_files_finish(struct mrg_rank_files *rf, struct mrg_writer *w, struct hm_err *err);
+
+/* Ranks of several files so far finished: with analyses offered, and read
+ * back and analysed here. */
+void mrg_rank_files_counts(const struct mrg_rank_files *rf, size_t *offered, size_t *read_back);
 
 void mrg_rank_files_free(struct mrg_rank_files *rf);
 

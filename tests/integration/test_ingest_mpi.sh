@@ -33,6 +33,41 @@ dump() {
 [ "$(dump par.db | md5sum)" = "$(dump one.db | md5sum)" ] || fail "parallel database differs from the single-process one"
 run_mpi 120 -n 5 "$H" ingest -q -o par4.db in > par4.log 2>&1 || { fail "parallel ingest, 4 readers"; cat par4.log >&2; }
 [ "$(dump par4.db | md5sum)" = "$(dump one.db | md5sum)" ] || fail "4 readers: database differs"
+# Ranks of several files (htamerge-synth: two per rank, WORKER.TIME names):
+# the listing hands a rank's files to one reader, which analyses them
+# together, so rank 0 reads no rank back; the database is the same. The
+# variants cover the times the analyses see (on the files' clock where
+# fractional with one base, else aligned: integer times, two bases) and a
+# rank without ProfilerSteps, whose steps rank 0 finds again after reading
+# it back.
+S=${HTAMERGE_SYNTH:?}
+mkdir multi; (cd multi && HTAMERGE_RUN_START_NS=1700000000000000000 "$S" --ranks 6 --gzip > /dev/null 2>&1) \
+    || fail "synthetic corpus"
+variant() { # NAME SED-SCRIPT all|later: a copy of multi, every file or each rank's later one edited
+    local f b; mkdir "$1"
+    for f in multi/*.gz; do
+        b=${f##*/}
+        if [ "$3" = all ] || [ "$b" != "$(ls multi | grep "^${b%%.*}\." | head -1)" ]; then
+            zcat "$f" | sed -E "$2" | gzip > "$1/$b"
+        else
+            cp "$f" "$1/"
+        fi
+    done
+}
+variant bases 's/"baseTimeNanoseconds": [0-9]+/"baseTimeNanoseconds": 1700000000000005000/' later
+variant integer 's/("(ts|dur)": [0-9]+)\.[0-9]+/\1/g' all
+variant nosteps 's/ProfilerStep#/Step /g' all
+for v in multi bases integer nosteps; do
+    "$H" ingest -q -o "$v-one.db" "$v" || fail "$v: single ingest"
+    for n in 3 5; do
+        HTAMERGE_STATS=1 run_mpi 120 -n $n "$H" ingest -q -o "$v-$n.db" "$v" > "$v-$n.log" 2>&1 \
+            || { fail "$v: parallel ingest, -n $n"; cat "$v-$n.log" >&2; }
+        [ "$(dump "$v-$n.db" | md5sum)" = "$(dump "$v-one.db" | md5sum)" ] || fail "$v, -n $n: database differs"
+        want="6 analysed by their reader, 0 read back"; [ $v = nosteps ] && want="0 analysed by their reader, 6 read back"
+        grep -q "ranks of several files: $want" "$v-$n.log" || { fail "$v, -n $n: not '$want'"; grep "rank 0:" "$v-$n.log" >&2; }
+    done
+done
+
 # A copy of rank 0's file claims rank 0 with the same steps: the same data
 # twice is an error, by name (other files of a rank join it: rank_files.h).
 mkdir again; cp "$FX/trace_filter/sampled_rank-0.json.gz" again/copy.json.gz

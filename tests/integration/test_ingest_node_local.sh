@@ -53,6 +53,39 @@ want="a:traces/rank-0.json.gz b:traces/rank-1.json.gz b:traces/rank-70 c:traces/
 got=$(sql1 nl.db "SELECT group_concat(p, ' ') FROM (SELECT CASE WHEN path LIKE 'b:traces/rank-70.%' THEN 'b:traces/rank-70' ELSE path END AS p FROM files ORDER BY path)")
 [ "$got" = "$want" ] || fail "file names: '$got'"
 
+# Ranks of several files: those whose files are all on one host are
+# analysed by the reader that reads them (collector/ingest_join.h); a rank
+# split over two hosts is read back and analysed by rank 0 at the end. The
+# analyses are those of one ingest of every file either way.
+(mkdir -p syn && cd syn && HTAMERGE_RUN_START_NS=1700000000000000000 "${HTAMERGE_SYNTH:?}" --ranks 4 --gzip \
+    > /dev/null 2>&1) || fail "synthetic corpus"
+mkdir -p a/split b/split c/split
+i=0
+for w in $(ls syn | sed 's/\..*//' | sort -u); do
+    set -- syn/"$w".*
+    case $i in
+        0) cp "$@" b/split/ ;;                 # one host, one reader
+        1) cp "$@" c/split/ ;;
+        *) cp "$1" b/split/; cp "$2" c/split/ ;;  # split over hosts b and c
+    esac
+    i=$((i + 1))
+done
+HTAMERGE_STATS=1 run_mpi 120 -n 5 ./host.sh "$H" ingest -q --node-local -o "$T/split.db" split > split.log 2>&1 \
+    || { fail "ranks split over hosts"; cat split.log >&2; }
+"$H" ingest -q -o syn.db syn || fail "single ingest of the synthetic corpus"
+grep -q "ranks of several files: 2 analysed by their reader, 2 read back" split.log \
+    || { fail "split ranks: not 2 joined by readers and 2 read back"; grep "rank 0:" split.log >&2; }
+# Table by table, strings as text (file names differ: HOST:PATH).
+for t in a_temporal a_overlap a_idle a_kernel_class a_kernel_labels; do
+    q="SELECT * FROM $t ORDER BY mode, rank"
+    [ -n "$(sql1 syn.db "$q")" ] && [ "$(sqlite3 split.db "$q")" = "$(sqlite3 syn.db "$q")" ] || fail "split ranks: $t differs"
+done
+for q in "SELECT k.mode, k.rank, s.str, k.count, k.sum_us, k.mean_us, k.std_us FROM a_kernels k JOIN strings s ON s.id = k.name ORDER BY 1, 2, 3" \
+         "SELECT rank, number, ts, dur, gpu_busy_us, kernel_count, dropped, source FROM steps ORDER BY rank, number" \
+         "SELECT iteration, count(*), sum(dur) FROM slices GROUP BY iteration ORDER BY iteration"; do
+    [ "$(sqlite3 split.db "$q")" = "$(sqlite3 syn.db "$q")" ] || fail "split ranks differ: $q"
+done
+
 # The same path on two hosts: two files, two ranks, no collision.
 mkdir -p a/dup b/dup c/dup
 cp "$FX/trace_filter/sampled_rank-0.json.gz" a/dup/rank-0.json.gz
