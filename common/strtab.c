@@ -48,10 +48,12 @@ uint64_t hm_hash_bytes(const char *s, size_t len)
     return h ^ (h >> 29);
 }
 
+/* Never 0, which marks an appended entry (hm_strtab_appended); the slot
+ * index uses the low bits only. */
 static uint32_t hash_bytes(const char *s, size_t len)
 {
     uint64_t h = hm_hash_bytes(s, len);
-    return (uint32_t)(h ^ (h >> 32));
+    return (uint32_t)(h ^ (h >> 32)) | 0x80000000u;
 }
 
 struct hm_strtab *hm_strtab_new(void)
@@ -214,6 +216,11 @@ hm_strid hm_strtab_append(struct hm_strtab *t, const char *s, size_t len)
     if (len > UINT32_MAX - 1 || t->n == UINT32_MAX - 1)
         return UINT32_MAX;
     return add_entry(t, s, len, 0);
+}
+
+int hm_strtab_appended(const struct hm_strtab *t, hm_strid id)
+{
+    return id > 0 && id < t->n && t->ents[id].hash == 0;
 }
 
 hm_strid hm_strtab_find(const struct hm_strtab *t, const char *s, size_t len)

@@ -32,6 +32,10 @@ hm_strid hm_strtab_intern_cstr(struct hm_strtab *t, const char *s);
  * id 0; UINT32_MAX when out of memory. */
 hm_strid hm_strtab_append(struct hm_strtab *t, const char *s, size_t len);
 
+/* 1 if id was stored by hm_strtab_append (so a copy of the table may
+ * append it too: the wire format carries this), else 0. */
+int hm_strtab_appended(const struct hm_strtab *t, hm_strid id);
+
 /* Finding. The id of s[0..len) if it was interned (appended copies are
  * not found), else 0; never adds it. */
 hm_strid hm_strtab_find(const struct hm_strtab *t, const char *s, size_t len);

@@ -3,7 +3,7 @@
  * spool or route messages (the collector and merger do); hm_wire_peek lets
  * them size and route a message from its fixed header.
  *
- * Layout, version 1.0 (a durable interface: change it only as described
+ * Layout, version 1.1 (a durable interface: change it only as described
  * under "Versions"). "uv" is an unsigned LEB128 varint of at most 10 bytes;
  * "sv" a signed integer zigzag-mapped then written as uv; "f64" the 8 bytes
  * of an IEEE-754 double, little-endian; "id" a uv string id, < the string
@@ -14,7 +14,7 @@
  *   off   size  header field
  *   0     3     magic "HMB"
  *   3     1     major version (1); another major -> HM_EVERSION
- *   4     1     minor version (0)
+ *   4     1     minor version (1; 1.0 lacks the string flags)
  *   5     1     flags; bits 0-3 must be understood (none in 1.0: set ->
  *               HM_EVERSION), bits 4-7 are advisory and may be ignored
  *   6     2     header_len, u16 (24 in 1.0)
@@ -28,7 +28,13 @@
  *   1   STRINGS      uv n | n x (uv len>0, len bytes): ids 1..n in order; a
  *                    text may repeat (strings appended without dedup, e.g.
  *                    args JSON): a reader interns each, and appends a repeat
- *                    under its own id, so ids match the writer's
+ *                    under its own id, so ids match the writer's.
+ *                    1.1 adds | ceil(n / 8) bytes of flags, string i + 1 in
+ *                    bit i % 8 of byte i / 8: set when the writer appended
+ *                    it (hm_strtab_append), so the reader appends it too
+ *                    without hashing it (args texts are most of a batch's
+ *                    string bytes and almost all unique). Absent when none
+ *                    is set.
  *   2   INFO         sv world_size | sv base_time_ns | sv pid | id rank_source,
  *                    backend, hostname, source_file, pg_config, device_props,
  *                    nccl_version, trace_meta | uv flags | uv source_bytes |
@@ -235,6 +241,8 @@ static void sec_end(struct wb *w, size_t len_at)
 static int enc_strings(struct wb *w, const struct hm_batch *b, struct hm_err *err)
 {
     uint32_t n = hm_strtab_count(b->strings);
+    size_t flags_at;
+    int any = 0;
 
     (void)err;
     if (wb_room(w, MAX_UV))
@@ -249,6 +257,19 @@ static int enc_strings(struct wb *w, const struct hm_batch *b, struct hm_err *er
         memcpy(w->base + w->len, s, len);
         w->len += len;
     }
+    /* 1.1: which strings were appended unhashed, so the reader appends
+     * them too instead of hashing them (none appended: no bytes). */
+    if (wb_room(w, (size_t)n / 8 + 1))
+        return HM_ENOMEM;
+    flags_at = w->len;
+    memset(w->base + flags_at, 0, (size_t)n / 8 + 1);
+    for (uint32_t id = 1; id < n; id++)
+        if (hm_strtab_appended(b->strings, id)) {
+            w->base[flags_at + (id - 1) / 8] |= (uint8_t)(1u << ((id - 1) % 8));
+            any = 1;
+        }
+    if (any)
+        w->len += ((size_t)n - 1 + 7) / 8;
     return 0;
 }
 
@@ -632,36 +653,70 @@ struct dec {
     struct hm_batch *b;   /* owned until returned */
     uint32_t nstr;        /* string count so far (1 until STRINGS) */
     int newer;            /* the writer's minor is newer than ours */
+    uint8_t minor;        /* the writer's minor */
 };
 
 /* Allocates a zeroed array of n records for a vec being decoded. */
 #define DEC_ALLOC(vec, count) \
     ((count) == 0 ? 0 : ((vec).v = calloc((count), sizeof *(vec).v)) ? ((vec).cap = (count), 0) : HM_ENOMEM)
 
+/* 1.1's flags after the string records (enc_strings): NULL when absent
+ * (a 1.0 writer, or nothing appended), else n bits, string i + 1 in bit i. */
+static const uint8_t *dec_string_flags(struct rd *r, const struct dec *d, size_t n)
+{
+    const uint8_t *flags = r->p;
+
+    if (r->p == r->end || d->minor < 1)
+        return NULL;
+    if ((size_t)(r->end - r->p) < (n + 7) / 8) {
+        rd_fail(r, r->p, "string flags cut short");
+        return NULL;
+    }
+    r->p += (n + 7) / 8;
+    return flags;
+}
+
 static int dec_strings(struct rd *r, struct dec *d)
 {
     size_t n = rd_count(r, 2, UINT32_MAX - 2);
+    const uint8_t *first = r->p, *flags;
 
+    /* The records, then their flags: a first pass finds where they end. */
     for (size_t i = 0; i < n && !r->bad; i++) {
         const uint8_t *at = r->p;
         uint64_t len = rd_uv(r);
-        hm_strid id;
-
         if (r->bad)
             break;
         if (len == 0 || len > (uint64_t)(r->end - r->p)) {
             rd_fail(r, at, len ? "string runs past the end of its section" : "empty string after id 0");
             break;
         }
-        id = hm_strtab_intern(d->b->strings, (const char *)r->p, (size_t)len);
-        /* A repeat (the writer's table held an appended copy): a new id of
-         * its own, so that ids match the writer's. */
-        if (id != UINT32_MAX && id != i + 1)
-            id = hm_strtab_append(d->b->strings, (const char *)r->p, (size_t)len);
+        r->p += len;
+    }
+    if (r->bad)
+        return 0;
+    flags = dec_string_flags(r, d, n);
+    if (r->bad)
+        return 0;
+    const uint8_t *end = r->p;
+    r->p = first;
+    for (size_t i = 0; i < n; i++) {
+        size_t len = (size_t)rd_uv(r);
+        hm_strid id;
+        if (flags && (flags[i / 8] >> (i % 8) & 1)) {
+            id = hm_strtab_append(d->b->strings, (const char *)r->p, len);
+        } else {
+            id = hm_strtab_intern(d->b->strings, (const char *)r->p, len);
+            /* A repeat (the writer's table held an appended copy): a new
+             * id of its own, so that ids match the writer's. */
+            if (id != UINT32_MAX && id != i + 1)
+                id = hm_strtab_append(d->b->strings, (const char *)r->p, len);
+        }
         if (id == UINT32_MAX)
             return HM_ENOMEM;
         r->p += len;
     }
+    r->p = end;
     d->nstr = hm_strtab_count(d->b->strings);
     return 0;
 }
@@ -927,6 +982,7 @@ int hm_wire_decode(const uint8_t *buf, size_t len, struct hm_batch **out, struct
     }
     d.nstr = 1;
     d.newer = h.minor > HM_WIRE_MINOR;
+    d.minor = h.minor;
     d.b->info.rank = h.rank;
     rc = dec_payload(buf, &h, &d, err);
     if (rc)

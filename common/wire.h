@@ -14,7 +14,7 @@
 #include "err.h"
 
 #define HM_WIRE_MAJOR 1
-#define HM_WIRE_MINOR 0
+#define HM_WIRE_MINOR 1
 
 /* Bytes a receiver must have to call hm_wire_peek: the fixed header of
  * every 1.x version (a newer minor may add header bytes after these). */

@@ -261,11 +261,63 @@ static void test_appended_round_trip(void)
         CHECK_EQ_INT(batch_diff(b, out), 0);
         CHECK_STR(hm_batch_str(out, out->slices.v[1].args), args);
         CHECK_STR(hm_batch_str(out, out->slices.v[3].args), "node-07");
-        /* The decoded table interns to the first copy of a text. */
-        CHECK_EQ_INT(S(out, args), a1);
+        /* Appended strings are appended again, unhashed (1.1's flags):
+         * the decoded table interns to the interned copy, as the writer's. */
+        CHECK(hm_strtab_appended(out->strings, a1) && hm_strtab_appended(out->strings, a3));
+        CHECK(!hm_strtab_appended(out->strings, i1) && !hm_strtab_appended(out->strings, named));
+        CHECK_EQ_INT(S(out, args), i1);
         CHECK_EQ_INT(S(out, "node-07"), named);
     }
     hm_batch_free(out);
+    hm_batch_free(b);
+}
+
+/* 1.1's string flags: bytes after the strings, which a 1.0 message may
+ * not have, and which must hold a bit for every string. */
+static void fix_crc(uint8_t *buf, size_t len);
+
+static void test_string_flags(void)
+{
+    struct hm_batch *b = full_batch(), *out = NULL;
+    struct hm_err err;
+    uint8_t *buf = NULL;
+    size_t len = 0;
+
+    hm_strtab_append(b->strings, "{\"a\":1}", 7);
+    CHECK_EQ_INT(hm_wire_encode(b, &buf, &len, &err), 0);
+    CHECK_EQ_INT(buf[4], 1);
+    buf[4] = 0; /* the same bytes from a 1.0 writer: the flags are extra bytes */
+    fix_crc(buf, len);
+    CHECK_EQ_INT(hm_wire_decode(buf, len, &out, &err), HM_EFORMAT);
+    CHECK_CONTAINS(err.msg, "strings: unexpected bytes at the end of a section");
+    CHECK(out == NULL);
+    free(buf);
+    hm_batch_free(b);
+
+    b = hm_batch_new(); /* one string, appended: its section is uv 1 | uv 1 "x" | flags 0x01 */
+    hm_strtab_append(b->strings, "x", 1);
+    CHECK_EQ_INT(hm_wire_encode(b, &buf, &len, &err), 0);
+    size_t at = 0;
+    for (size_t i = HM_WIRE_HEADER_SIZE; i + 4 < len && !at; i++)
+        if (buf[i] == 1 && buf[i + 1] == 4 && buf[i + 2] == 1 && buf[i + 3] == 1 && buf[i + 4] == 'x')
+            at = i;
+    CHECK(at && buf[at + 5] == 1);
+    if (at) {
+        buf[at + 1] = 3; /* the section ends before its flags: a 1.1 reader sees none */
+        memmove(buf + at + 5, buf + at + 6, len - at - 6);
+        len--;
+        uint64_t payload = 0;
+        for (int i = 0; i < 8; i++)
+            payload |= (uint64_t)buf[16 + i] << (8 * i);
+        payload--;
+        for (int i = 0; i < 8; i++)
+            buf[16 + i] = (uint8_t)(payload >> (8 * i));
+        fix_crc(buf, len);
+        CHECK_EQ_INT(hm_wire_decode(buf, len, &out, &err), 0);
+        CHECK(out && !hm_strtab_appended(out->strings, 1) && !strcmp(hm_batch_str(out, 1), "x"));
+    }
+    hm_batch_free(out);
+    free(buf);
     hm_batch_free(b);
 }
 
@@ -966,6 +1018,7 @@ int main(void)
 {
     test_full_round_trip();
     test_appended_round_trip();
+    test_string_flags();
     test_empty_round_trip();
     test_big_round_trip();
     test_encode_refuses_dangling();
