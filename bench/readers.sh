@@ -51,13 +51,16 @@ one() { # mode readers command...
         /cross-rank analyses/ { xr = sec() }
         /indexes and close/ { cl = sec() }
         /^rss/ { rss = $2 }
-        /ingest rank 0:/ { dec = $6; an = $9; jn = $(NF - 1) }
-        END { printf "%s %s %s %.2f %.0f %.2f %.0f %.2f %.2f %.2f %.0f %s %s %s\n", mode, n, rows, pw, (pw > 0 ? rows / pw : 0),
-                     busy, (busy > 0 ? rows / busy : 0), xr, cl, wall, rss / 1024,
-                     dec == "" ? "-" : dec, an == "" ? "-" : an, jn == "" ? "-" : jn }' "$W/log"
+        /ingest rank 0:/ { dec = $6; an = $9; jn = $(NF - 1)
+                           for (i = 2; i < NF; i++) { if ($i == "analysed" && $(i + 1) == "by") jr = $(i - 1)
+                                                      if ($i == "read" && $(i + 1) == "back") rb = $(i - 1) } }
+        END { printf "%s %s %s %.2f %.0f %.2f %.0f %.2f %.2f %.2f %.0f %s %s %s %s %s\n", mode, n, rows, pw,
+                     (pw > 0 ? rows / pw : 0), busy, (busy > 0 ? rows / busy : 0), xr, cl, wall, rss / 1024,
+                     dec == "" ? "-" : dec, an == "" ? "-" : an, jn == "" ? "-" : jn, jr == "" ? "-" : jr,
+                     rb == "" ? "-" : rb }' "$W/log"
 }
 
-echo "mode readers rows parse_write_s rows_per_s writer_busy_s busy_rows_per_s cross_rank_s close_s wall_s peak_rss_MB decode_s analyse_s join_s"
+echo "mode readers rows parse_write_s rows_per_s writer_busy_s busy_rows_per_s cross_rank_s close_s wall_s peak_rss_MB decode_s analyse_s join_s joined_by_readers read_back"
 one single 0 "$H" ingest -o "$W/out.db" "$C"
 [ -n "${KEEP_DB:-}" ] && cp "$W/out.db" "$KEEP_DB"   # for the per-rank volumes (bench_writer_scale)
 for n in $READERS; do
