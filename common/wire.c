@@ -75,7 +75,7 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
+#include <libdeflate.h>
 
 enum {
     SEC_STRINGS = 1,
@@ -175,9 +175,12 @@ static inline uint8_t *put_f64(uint8_t *p, double d)
     return p + 8;
 }
 
+/* CRC-32 as zlib's crc32 computes it (the layout's "CRC32 (zlib)"), by
+ * libdeflate's, which uses the CPU's carry-less multiply: 4x faster here,
+ * and it ran over every byte rank 0 receives (half of its decoding). */
 static uint32_t crc_of(const uint8_t *p, size_t n)
 {
-    return (uint32_t)crc32_z(crc32_z(0, Z_NULL, 0), p, n);
+    return libdeflate_crc32(0, p, n);
 }
 
 /* ==== Encoding ==== */
