@@ -43,6 +43,25 @@ void cap_budget_init(struct cap_budget *b, const struct cap_budget_opts *o, int6
     b->win_ns = -1;
     b->plan.budget_pct = o->capture_all ? 0 : o->budget_pct;
     b->plan.mode = HM_CAPTURE_UNSET;
+    b->peers_min_step = b->peers_max_step = -1;
+}
+
+void cap_budget_peers(struct cap_budget *b, int64_t min_step, int64_t max_step)
+{
+    b->peers_min_step = min_step;
+    b->peers_max_step = max_step;
+}
+
+/* The step of the rank furthest ahead (rank 0 included), and of the one
+ * furthest behind. */
+static int64_t fastest_step(const struct cap_budget *b, const struct hm_capture_progress *pr)
+{
+    return b->peers_max_step > pr->step_now ? b->peers_max_step : pr->step_now;
+}
+
+static int64_t slowest_step(const struct cap_budget *b, const struct hm_capture_progress *pr)
+{
+    return b->peers_min_step >= 0 && b->peers_min_step < pr->step_now ? b->peers_min_step : pr->step_now;
 }
 
 static void new_plan(struct cap_budget *b, int64_t mode)
@@ -77,16 +96,23 @@ static void steps_plan(struct cap_budget *b, const struct hm_capture_progress *p
     struct hm_capture_plan keep = b->plan;
     int64_t pb = 0, pon = 0, pperiod = 0;
 
-    if (keep.mode == HM_CAPTURE_STEPS && pr->step_now < keep.base_step)
+    if (keep.mode == HM_CAPTURE_STEPS && slowest_step(b, pr) < keep.base_step)
         pb = keep.prev_base_step, pon = keep.prev_on_steps, pperiod = keep.prev_period_steps;
     else if (keep.mode == HM_CAPTURE_STEPS)
         pb = keep.base_step, pon = keep.on_steps, pperiod = keep.period_steps;
     else if (keep.mode != HM_CAPTURE_TIME)
         pon = pperiod = 1;
+    /* A plan that replaces windows begins where the old schedule's next
+     * window would: a re-plan at once would add a window each time (on a
+     * launch-bound LSTM, 19 windows in 5 112 steps under plans of one in
+     * 355 to 711, re-planned 8 times). */
+    int64_t base = fastest_step(b, pr) + lead_steps(pr);
+    if (pperiod > pon && pon > 0 && base > pb)
+        base = pb + (base - pb + pperiod - 1) / pperiod * pperiod;
     new_plan(b, HM_CAPTURE_STEPS);
     b->plan.on_steps = on;
     b->plan.period_steps = period;
-    b->plan.base_step = pr->step_now + lead_steps(pr);
+    b->plan.base_step = base;
     b->plan.prev_base_step = pb;
     b->plan.prev_on_steps = pon;
     b->plan.prev_period_steps = pperiod;
@@ -211,6 +237,12 @@ int cap_budget_tick(struct cap_budget *b, const struct hm_capture_progress *pr, 
     } else if (b->rate < 0 || (now_ns - b->decided_ns < REPLAN_NS && !over_budget_all(b))) {
         return 0;
     }
+    /* Some ranks already follow the plan from its base, others still the
+     * schedule before it; a new plan carries one schedule for the steps
+     * before its own base, so it waits until the slowest rank got there. */
+    if (b->plan.mode == HM_CAPTURE_STEPS && slowest_step(b, pr) < b->plan.base_step &&
+        fastest_step(b, pr) >= b->plan.base_step)
+        return 0;
     b->decided_ns = now_ns;
     b->cost = b->rate * (double)b->o.record_ns / 1e9;
     /* Measured beats modelled: steps of the same run with CUPTI attached
@@ -255,7 +287,7 @@ int cap_budget_request(struct cap_budget *b, const struct hm_capture_progress *p
                                "ask for time instead: --seconds S");
             return -1;
         }
-        int64_t from = pr->step_now + lead_steps(pr);
+        int64_t from = fastest_step(b, pr) + lead_steps(pr);
         struct hm_capture_plan keep = b->plan;
         b->plan.id = keep.id + 1;
         b->plan.req_id = id;

@@ -1,7 +1,8 @@
 /* Rank 0's capture planner: keeps live capture within a cost budget and
  * places on-demand requests. It turns rank 0's own sources' progress (the
  * step in progress, CUPTI's records and attached time; every rank runs the
- * same program, so rank 0 stands for all) into a capture plan
+ * same program, so rank 0 stands for all in cost, while the other ranks'
+ * reported steps place each plan ahead of all of them) into a capture plan
  * (common/capture_plan.h) that rank 0 sends to every collector.
  *
  * The cost of CUPTI while attached is estimated as records per attached
@@ -46,10 +47,18 @@ struct cap_budget {
     double win_ns;                    /* measured: program time one window of the current
                                          plan's length cost; < 0 none */
     int have_last;
+    int64_t peers_min_step, peers_max_step;  /* the other ranks' steps (cap_budget_peers); -1 none */
 };
 
 void cap_budget_init(struct cap_budget *b, const struct cap_budget_opts *o, int64_t now_ns);
 
+/* The steps the other ranks are in, as they last reported them: the
+ * slowest as reported, the fastest projected to now; -1 when none
+ * reported lately. A plan of steps then begins ahead of the fastest rank,
+ * and a plan is not replaced while its base step lies between the slowest
+ * and the fastest (each rank would take a different schedule before the
+ * new base). */
+void cap_budget_peers(struct cap_budget *b, int64_t min_step, int64_t max_step);
 /* Takes rank 0's progress at now_ns (call it a few times a second).
  * Returns 1 when b->plan changed and must be sent to every rank. */
 int cap_budget_tick(struct cap_budget *b, const struct hm_capture_progress *pr, int64_t now_ns);

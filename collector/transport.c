@@ -25,6 +25,7 @@ struct col_link {
     int done_sent;
     struct hm_capture_plan plan;      /* the latest plan from rank 0 */
     int plan_new;                     /* not yet taken */
+    int64_t progress_step, progress_ns; /* the last step reported, and when */
 };
 
 struct col_link *col_link_new(const struct hm_clockhook *hook, struct hm_err *err)
@@ -36,6 +37,7 @@ struct col_link *col_link_new(const struct hm_clockhook *hook, struct hm_err *er
     }
     l->hook = hook;
     l->credits = HM_CREDIT_INITIAL;
+    l->progress_step = -1;
     return l;
 }
 
@@ -202,6 +204,23 @@ int col_link_done(struct col_link *l, const struct hm_msg_done *d, struct hm_err
         return hm_err_set(err, HM_EMPI, NULL, -1, "sending DONE to rank 0 failed");
     l->done_sent = 1;
     return 1;
+}
+
+enum { PROGRESS_EVERY_NS = 100000000 };
+
+int col_link_progress(struct col_link *l, int64_t step_now, int64_t step_ns, int64_t now_ns,
+                      struct hm_err *err)
+{
+    struct hm_msg_progress p = {.step_now = step_now, .step_ns = step_ns};
+
+    if (step_now < 0 || step_now == l->progress_step || l->done_sent ||
+        (l->progress_ns && now_ns - l->progress_ns < PROGRESS_EVERY_NS))
+        return 0;
+    if (MPI_Send(&p, sizeof p, MPI_BYTE, 0, HM_TAG_PROGRESS, MPI_COMM_WORLD) != MPI_SUCCESS)
+        return hm_err_set(err, HM_EMPI, NULL, -1, "sending this rank's step to rank 0 failed");
+    l->progress_step = step_now;
+    l->progress_ns = now_ns;
+    return 0;
 }
 
 int col_link_take_plan(struct col_link *l, struct hm_capture_plan *p)

@@ -41,6 +41,11 @@ uint64_t col_link_backlog(const struct col_link *l);
  * DONE has been sent. */
 int col_link_done(struct col_link *l, const struct hm_msg_done *d, struct hm_err *err);
 
+/* Tells rank 0 the step this rank's program is in (HM_TAG_PROGRESS) when
+ * it moved and the last report is at least 100 ms old (now_ns: any
+ * monotonic clock). A few dozen bytes, sent eagerly: never waits. */
+int col_link_progress(struct col_link *l, int64_t step_now, int64_t step_ns, int64_t now_ns,
+                      struct hm_err *err);
 struct hm_capture_plan;
 /* The capture plan rank 0 sent last (HM_TAG_PLAN), once: 1 when there is a
  * new one in *p, else 0. */

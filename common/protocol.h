@@ -9,6 +9,8 @@
  *   HM_TAG_DONE   (struct hm_msg_done) ->  rank finished, with its exit code
  *                               <------  HM_TAG_PLAN (struct hm_capture_plan: what
  *                                        to record in full; collector/capture_budget.h)
+ *   HM_TAG_PROGRESS (struct hm_msg_progress) -> the step the rank's program is in,
+ *                                        so that a plan starts ahead of every rank
  *
  * In `mpirun ... htamerge ingest` a reader's HM_TAG_BATCH carries, after
  * the wire message (its header's total_len), the results of the file's
@@ -31,6 +33,7 @@ enum {
     HM_TAG_HELLO = 105,
     HM_TAG_FILE_ERROR = 106,
     HM_TAG_PLAN = 107,
+    HM_TAG_PROGRESS = 108,
 };
 
 enum { HM_CREDIT_INITIAL = 4 };
@@ -53,6 +56,15 @@ struct hm_msg_done {
     int64_t files_failed;  /* trace files that could not be read */
     int64_t ring_dropped;  /* records the live ring dropped */
     int64_t spawn_failed;  /* 1 if the program could not be started */
+};
+
+/* Sent by a collector (not rank 0's) a few times a second while its
+ * program's step moves (the Python hooks' step, capture_plan.h), so that
+ * rank 0 starts each plan ahead of the rank furthest ahead, not only of
+ * itself: ranks that share no collective drift apart by hundreds of steps. */
+struct hm_msg_progress {
+    int64_t step_now;      /* the step in progress, -1 none yet */
+    int64_t step_ns;       /* the last step's duration, 0 unknown */
 };
 
 /* Sent once by every collector at start: who and where it is. */

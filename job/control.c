@@ -37,8 +37,13 @@ struct send {            /* one plan on its way to every other rank */
     MPI_Request *req;
 };
 
+struct peer_step {       /* a rank's last HM_TAG_PROGRESS */
+    int64_t step, step_ns, at_ns;   /* at_ns: when rank 0 got it; step -1: none */
+};
+
 struct job_control {
     struct cap_budget b;
+    struct peer_step *peers; /* [size]; [0] unused (rank 0 reads its own ring) */
     int size, verbose;
     int manual;          /* --cupti-window: its own windows; only requests change the plan */
     int64_t next_tick;
@@ -105,6 +110,12 @@ struct job_control *job_control_start(const struct job_run_opts *o, int size, co
         return NULL;
     jc->size = size;
     jc->listen_fd = -1;
+    if (!(jc->peers = calloc((size_t)size, sizeof *jc->peers))) {
+        free(jc);
+        return NULL;
+    }
+    for (int r = 0; r < size; r++)
+        jc->peers[r].step = -1;
     jc->verbose = getenv("HTAMERGE_DEBUG") != NULL;
     for (int i = 0; i < MAX_CLIENTS; i++)
         jc->cl[i].fd = -1;
@@ -248,14 +259,58 @@ static void serve_socket(struct job_control *jc, struct col_rank *col, const str
     }
 }
 
+/* Receives every step report that has arrived (HM_TAG_PROGRESS). */
+static void take_progress(struct job_control *jc, int64_t t)
+{
+    MPI_Status st;
+    int flag = 1;
+
+    while (jc->size > 1) {
+        MPI_Iprobe(MPI_ANY_SOURCE, HM_TAG_PROGRESS, MPI_COMM_WORLD, &flag, &st);
+        if (!flag)
+            break;
+        struct hm_msg_progress p = {.step_now = -1};
+        MPI_Recv(&p, sizeof p, MPI_BYTE, st.MPI_SOURCE, HM_TAG_PROGRESS, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        if (st.MPI_SOURCE > 0 && st.MPI_SOURCE < jc->size)
+            jc->peers[st.MPI_SOURCE] = (struct peer_step){p.step_now, p.step_ns, t};
+    }
+}
+
+/* The slowest other rank's step as it said, and the fastest's projected
+ * to now at its last step time. A rank silent this long (ended, or in a
+ * long pause such as an evaluation) is left out: it holds no plan up. */
+enum { PEER_STALE_NS = 3000000000 };
+
+static void peers_span(const struct job_control *jc, int64_t t, int64_t *min_step, int64_t *max_step)
+{
+    *min_step = *max_step = -1;
+    for (int r = 1; r < jc->size; r++) {
+        const struct peer_step *p = &jc->peers[r];
+        int64_t age = t - p->at_ns, ahead = p->step;
+        if (p->step < 0 || age > PEER_STALE_NS)
+            continue;
+        if (p->step_ns > 0 && age > 0)
+            ahead += age / p->step_ns;
+        if (*min_step < 0 || p->step < *min_step)
+            *min_step = p->step;
+        if (ahead > *max_step)
+            *max_step = ahead;
+    }
+}
+
 void job_control_tick(struct job_control *jc, struct col_rank *col)
 {
     struct hm_capture_progress pr;
-    int64_t t = now_ns();
+    int64_t t = now_ns(), lo, hi;
 
-    if (!jc || t < jc->next_tick)
+    if (!jc)
+        return;
+    take_progress(jc, t);
+    if (t < jc->next_tick)
         return;
     jc->next_tick = t + TICK_NS;
+    peers_span(jc, t, &lo, &hi);
+    cap_budget_peers(&jc->b, lo, hi);
     col_rank_progress(col, &pr);
     if (!jc->manual && cap_budget_tick(&jc->b, &pr, t)) {
         char line[300];
@@ -287,5 +342,7 @@ void job_control_free(struct job_control *jc)
         unlink(jc->sock);
         unlink(jc->note);
     }
+    take_progress(jc, now_ns());   /* none left unreceived */
+    free(jc->peers);
     free(jc);
 }

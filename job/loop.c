@@ -8,6 +8,7 @@
 
 #include "collector/rank.h"
 #include "common/capture_plan.h"
+#include "common/monotime.h"
 #include "collector/trace_sweep.h"
 #include "collector/transport.h"
 #include "job_int.h"
@@ -48,6 +49,9 @@ static int turn(struct job_loop *L, struct hm_err *err)
     struct hm_capture_plan plan;
     if (col_link_take_plan(L->link, &plan))
         col_rank_set_plan(L->col, &plan);
+    struct hm_capture_progress pr;
+    if (rc == 0 && L->col && !L->child_done && col_rank_progress(L->col, &pr) == 0)
+        rc = col_link_progress(L->link, pr.step_now, pr.step_ns, hm_mono_ns(), err);
     if (rc == 0 && L->child_done) {
         struct hm_msg_done d = {.exit_code = L->exit_code, .spawn_failed = L->col == NULL};
         struct col_rank_stats st = {0};

@@ -91,3 +91,35 @@ for r in sqlite3.connect(sys.argv[1]).execute(sys.argv[2]): print("|".join(map(s
 # hm_sanitized BIN: whether BIN was built with AddressSanitizer (its
 # quarantine and shadow memory make resident-memory figures meaningless).
 hm_sanitized() { nm -D "$1" 2>/dev/null | grep -q __asan_init || ldd "$1" 2>/dev/null | grep -q libasan; }
+
+# On-demand capture in a running job (htamerge capture):
+# capture_when_steps HTAMERGE JOB_PID N OUT asks the job whose control
+# socket is in $HTAMERGE_CONTROL_DIR for N steps in full as soon as rank 0
+# knows steps ("no steps" until then), OUT.out and OUT.err holding the
+# answer; fails the test when that never happens.
+capture_when_steps() {
+    local h=$1 job=$2 n=$3 out=$4
+    for _ in $(seq 1 600); do
+        if ls "${HTAMERGE_CONTROL_DIR:?}/"*.sock >/dev/null 2>&1; then
+            "$h" capture --steps "$n" >"$out.out" 2>"$out.err" && return 0
+            grep -q "no steps are known" "$out.err" || { fail "capture: $(cat "$out.err")"; return 1; }
+        fi
+        kill -0 "$job" 2>/dev/null || break
+        sleep 0.2
+    done
+    fail "capture --steps $n never succeeded: $(cat "$out.err" 2>/dev/null)"
+    return 1
+}
+# capture_windows DB: the steps each rank's "htamerge/capture window"
+# holds, "rank:first-last " per window, by rank and time.
+capture_windows() {
+    sqlite3 "$1" "WITH w AS (SELECT c.rank, c.ts AS t0, (SELECT min(d.ts) FROM counters d WHERE d.rank = c.rank
+           AND d.name = c.name AND d.ts > c.ts AND d.value = 0) AS t1
+         FROM counters c JOIN strings n ON n.id = c.name
+         WHERE n.str = 'htamerge/capture window' AND c.value = 1)
+       SELECT w.rank || ':' || min(json_extract(s.args, '\$.step')) || '-' || max(json_extract(s.args, '\$.step'))
+       FROM w JOIN tracks t ON t.rank = w.rank JOIN slices s ON s.track = t.id JOIN strings n ON n.id = s.name
+       WHERE n.str = 'step' AND json_extract(s.args, '\$.domain') = 'htamerge'
+         AND s.ts >= w.t0 - 1000000 AND s.ts + s.dur <= w.t1 + 1000000
+       GROUP BY w.rank, w.t0 ORDER BY w.rank, w.t0" | tr '\n' ' '
+}

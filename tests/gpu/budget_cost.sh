@@ -16,12 +16,13 @@
 #
 # Modes: plain, default, all (--capture-all), and two that take htamerge
 # apart: floor (no CUPTI, no Python hooks: NVTX, NCCL and the collector)
-# and nocupti (floor plus the hooks).
+# and nocupti (floor plus the hooks); and once (CUPTI for the first second
+# only, then detached: what an attach leaves behind).
 #
 # PIN (e.g. "taskset -c 4-11") prefixes every run alike: unpinned, the
 # LSTM's plain runs moved 10 % between processes.
 #
-# usage: [MODES="plain default"] [PIN=...] [LOOPS=lstm] [EXTRA=0] [PACK=1] tests/gpu/budget_cost.sh CARRY OUT REPS
+# usage: [MODES="plain default"] [PIN=...] [LSTM_EPOCHS=1] [LOOPS=lstm] [EXTRA=0] [PACK=1] tests/gpu/budget_cost.sh CARRY OUT REPS
 #        (CARRY/wlm holds the example; EXTRA=0 skips the two-rank and on-demand runs;
 #        PACK=1 leaves OUT as one OUT.tgz, since the device returns at most 8 files)
 set -u
@@ -35,7 +36,7 @@ mkdir -p "$O"
 H=$C/htamerge
 R=$O/budget.jsonl
 export HTAMERGE_CONTROL_DIR=$W/control
-LSTM=(python3 main.py --accel --epochs 1 --log-interval 100 --save "$W/m.pt")
+LSTM=(python3 main.py --accel --epochs "${LSTM_EPOCHS:-1}" --log-interval 100 --save "$W/m.pt")
 HEAVY=(python3 "$T/torch_train.py" plain --warmup 40 --steps 10 --reps 20 --batch 16 --seq 512 --d 1024 --layers 8)
 
 mean_lstm() {   # mean ms/batch after the first interval
@@ -56,6 +57,7 @@ for rep in $(seq 1 "$REPS"); do
             all) cmd=("$H" -o "$W/c.db" --capture-all "${prog[@]:1}") ;;
             floor) cmd=("$H" -o "$W/c.db" --capture nvtx,nccl,kineto --python-hooks off "${prog[@]:1}") ;;
             nocupti) cmd=("$H" -o "$W/c.db" --capture nvtx,nccl,kineto "${prog[@]:1}") ;;
+            once) cmd=("$H" -o "$W/c.db" --cupti-window 1000/3600000 "${prog[@]:1}") ;;
             esac
             [ "$mode" != plain ] && [ "${prog[0]}" = python3 ] && export HTAMERGE_PYTHON=python3
             start=$(date +%s.%N)

@@ -160,18 +160,25 @@ if want cost_long; then
         comp=False; [ $mode = compiled ] && comp=True
         rounds=${ROUNDS:-1 2}; [ $mode = compiled ] && rounds=${COMPILED_ROUNDS:-1}
         for round in $rounds; do
+            # a how is "plain", "hm" or "hm,ARG,ARG..." (htamerge's options for that run)
+            v=0
             for how in ${LONG_HOWS:-plain hm}; do
+                v=$((v + 1)); db=long_$mode${round}_$v.db
                 if [ $how = plain ]; then
                     "${MPI[@]}" -x RANK=0 -x LOCAL_RANK=0 -x WORLD_SIZE=1 -x MASTER_ADDR=127.0.0.1 \
                         -x MASTER_PORT=29533 python3 "${LONG[@]}" --compile=$comp >long.log 2>&1
                 else
+                    a=${how#hm}; IFS=, read -r -a hm_args <<<"${a#,}"
                     # shellcheck disable=SC2086
-                    "${MPI[@]}" "$H" -o "long_$mode$round.db" ${LONG_HM_ARGS:-} "${LONG[@]}" --compile=$comp >long.log 2>&1
+                    "${MPI[@]}" "$H" -o "$db" ${LONG_HM_ARGS:-} "${hm_args[@]}" "${LONG[@]}" --compile=$comp >long.log 2>&1
                 fi
                 say "RESULT cost_long $mode round $round $how rc=$? mean_iter_ms $(mean_iter long.log) $(grep 'capture plan' long.log | tail -1)"
+                # the iteration times in groups of 25: where a change sets in
+                say "SERIES $mode $round $how $(grep -o '^iter [0-9]*: .*time [0-9.]*ms' long.log |
+                    awk '{t = $NF; sub("ms", "", t); s += t; c++} c == 25 {printf "%.1f ", s / c; s = c = 0}')"
                 # where in the budget's cycle the steps are slow
-                [ $how = hm ] && python3 "$S/budget_summary.py" "long_$mode$round.db" "long_$mode$round" |
-                    python3 -c 'import json,sys; d=json.load(sys.stdin); print("CYCLE", d["label"], {r: (v["windows"], v["step_ms_by_position"]) for r, v in d["ranks"].items()})' >>"$R" 2>&1
+                [ $how = plain ] || python3 "$S/budget_summary.py" "$db" "$db" |
+                    python3 -c 'import json,sys; d=json.load(sys.stdin); print("CYCLE", d["label"], {k: d[k] for k in ("seconds", "slices", "records_per_s", "db_mb_per_min")}, {r: (v["windows"], v["step_ms_by_position"]) for r, v in d["ranks"].items()})' >>"$R" 2>&1
             done
         done
     done

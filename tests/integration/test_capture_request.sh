@@ -42,16 +42,7 @@ run_mpi 400 -n 4 --bind-to none -x OMP_NUM_THREADS -x HTAMERGE_CONTROL_DIR "$H" 
     --serve 127.0.0.1:0 --serve-linger 0 "$PY/ddp_until.py" "$STOP" >job.log 2>&1 &
 JOB=$!
 # Wait for rank 0's socket and its first steps: "no steps" until then.
-asked=
-for _ in $(seq 1 600); do
-    if ls "$T/control/"*.sock >/dev/null 2>&1; then
-        if "$H" capture --steps 3 >req1.out 2>req1.err; then asked=1; break; fi
-        grep -q "no steps are known" req1.err || { fail "capture: $(cat req1.err)"; break; }
-    fi
-    kill -0 $JOB 2>/dev/null || break
-    sleep 0.2
-done
-[ -n "$asked" ] || fail "capture --steps 3 never succeeded: $(cat req1.err 2>/dev/null)"
+capture_when_steps "$H" $JOB 3 req1
 REQ1=$(grep -o 'steps [0-9]* to [0-9]*' req1.out | head -1)
 grep -q "recorded on rank 0" req1.out || fail "capture did not wait for its steps: $(cat req1.out)"
 # The job named by its file, without waiting.
@@ -78,16 +69,7 @@ rc=$?
 ls "$T/control/"*.sock >/dev/null 2>&1 && fail "the control socket outlived the job"
 
 # The steps each rank's windows hold, "rank:first-last" per window.
-WINDOWS="WITH w AS (SELECT c.rank, c.ts AS t0, (SELECT min(d.ts) FROM counters d WHERE d.rank = c.rank
-           AND d.name = c.name AND d.ts > c.ts AND d.value = 0) AS t1
-         FROM counters c JOIN strings n ON n.id = c.name
-         WHERE n.str = 'htamerge/capture window' AND c.value = 1)
-       SELECT w.rank || ':' || min(json_extract(s.args, '\$.step')) || '-' || max(json_extract(s.args, '\$.step'))
-       FROM w JOIN tracks t ON t.rank = w.rank JOIN slices s ON s.track = t.id JOIN strings n ON n.id = s.name
-       WHERE n.str = 'step' AND json_extract(s.args, '\$.domain') = 'htamerge'
-         AND s.ts >= w.t0 - 1000000 AND s.ts + s.dur <= w.t1 + 1000000
-       GROUP BY w.rank, w.t0 ORDER BY w.rank, w.t0"
-got=$(sqlite3 run.db "$WINDOWS" | tr '\n' ' ')
+got=$(capture_windows run.db)
 r1=${REQ1#steps }; r1=${r1/ to /-}
 r2=${REQ2#steps }; r2=${r2/ to /-}
 r3=${REQ3#steps }; r3=${r3/ to /-}

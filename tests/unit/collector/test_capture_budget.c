@@ -121,6 +121,16 @@ static void start_windows(struct cap_budget *b, struct hm_capture_progress *pr, 
     pr->measured = (struct hm_capture_measured){.on_ns = 26250000, .on_n = 20, .off_ns = 25000000, .off_n = 40};
 }
 
+/* start_windows, then windows measured at 100 ms each over detached
+ * steps: a plan of 20 steps in every 200. */
+static void start_measured_windows(struct cap_budget *b, struct hm_capture_progress *pr, int64_t *now)
+{
+    start_windows(b, pr, now);
+    pr->measured.win_excess_ns = 100000000, pr->measured.win_n = 3;
+    CHECK_EQ_INT(feed(b, pr, now, 6, 50000, 25000000), 1);
+    CHECK_EQ_INT(b->plan.period_steps, 200);
+}
+
 static void test_measured_cost(void)
 {
     struct cap_budget b;
@@ -169,14 +179,17 @@ static void test_window_cost(void)
     CHECK_CONTAINS(line, "a window costs 100.0 ms over detached steps");
     pr.measured.win_excess_ns = 5000000;   /* 5 ms a window: 1 % while attached */
     struct hm_capture_plan windows = b.plan;
+    pr.step_now = windows.base_step + 1;     /* the windows are in force */
     CHECK_EQ_INT(feed(&b, &pr, &now, 6, 50000, 25000000), 1);
-    /* Everything, from a step ahead of every rank; until then the windows. */
+    /* Everything, from a step ahead of every rank; until then the windows;
+     * and it begins where their next window would have. */
     CHECK(hm_capture_plan_all(&b.plan));
     CHECK_EQ_INT(b.plan.mode, HM_CAPTURE_STEPS);
     CHECK(b.plan.base_step > pr.step_now);
     CHECK_EQ_INT(b.plan.prev_base_step, windows.base_step);
     CHECK_EQ_INT(b.plan.prev_on_steps, windows.on_steps);
     CHECK_EQ_INT(b.plan.prev_period_steps, windows.period_steps);
+    CHECK_EQ_INT((b.plan.base_step - windows.base_step) % windows.period_steps, 0);
     cap_budget_describe(&b, line, sizeof line);
     CHECK_CONTAINS(line, "everything from step");
 }
@@ -212,10 +225,7 @@ static void test_windows_closer_by_halves(void)
     struct hm_capture_progress pr;
     int64_t now;
 
-    start_windows(&b, &pr, &now);
-    pr.measured.win_excess_ns = 100000000, pr.measured.win_n = 3;
-    CHECK_EQ_INT(feed(&b, &pr, &now, 6, 50000, 25000000), 1);
-    CHECK_EQ_INT(b.plan.period_steps, 200);
+    start_measured_windows(&b, &pr, &now);
     pr.measured.win_excess_ns = 20000000;   /* 20 ms a window: 40 steps would do */
     CHECK_EQ_INT(feed(&b, &pr, &now, 6, 50000, 25000000), 1);
     CHECK_EQ_INT(b.plan.period_steps, 100);
@@ -303,6 +313,76 @@ static void test_requests(void)
     CHECK_EQ_INT(cap_budget_request(&b, &pr, 0, 0, 0, msg, sizeof msg), -1);
 }
 
+/* Ranks that share no collective drift apart (two processes on one GPU
+ * measured 180 steps apart): plans and requests begin ahead of the rank
+ * furthest ahead, and a plan whose base lies between the slowest and the
+ * fastest rank is not replaced until the slowest passed it (the new plan
+ * carries one schedule for the steps before its base). */
+static void test_peers_ahead(void)
+{
+    struct cap_budget b;
+    struct cap_budget_opts o = {.budget_pct = 2, .record_ns = 3000, .switch_ns = 2000000};
+    struct hm_capture_progress pr = {.step_now = -1};
+    int64_t now = 0;
+    char msg[300];
+
+    cap_budget_init(&b, &o, now);
+    cap_budget_peers(&b, 5, 200);   /* another rank 185 steps ahead of rank 0 */
+    CHECK_EQ_INT(feed(&b, &pr, &now, 1.5, 50000, 25000000), 1);
+    CHECK_EQ_INT(b.plan.mode, HM_CAPTURE_STEPS);
+    CHECK(b.plan.base_step > 200);            /* ahead of the fastest rank */
+    CHECK(b.plan.base_step - 200 >= 12);      /* with the lead time */
+    int64_t base = b.plan.base_step;
+    /* Twice the records later on: the plan would change, but the fastest
+     * rank already follows it and the slowest does not yet. */
+    cap_budget_peers(&b, base - 10, base + 5);
+    pr.step_now = base - 20;
+    CHECK_EQ_INT(feed(&b, &pr, &now, 3, 200000, 25000000), 0);
+    /* Every rank past the base: the new plan comes, ahead of the fastest,
+     * with the one before it as the schedule up to its own base. */
+    int64_t id = b.plan.id;
+    cap_budget_peers(&b, base + 1, base + 90);
+    pr.step_now = base + 2;
+    CHECK_EQ_INT(feed(&b, &pr, &now, 3, 200000, 25000000), 1);
+    CHECK(b.plan.id > id);
+    CHECK(b.plan.base_step > base + 90);
+    CHECK_EQ_INT(b.plan.prev_base_step, base);
+    /* Requests too begin ahead of the fastest rank. */
+    cap_budget_peers(&b, pr.step_now, pr.step_now + 300);
+    CHECK_EQ_INT(cap_budget_request(&b, &pr, 5, 0, now, msg, sizeof msg), 0);
+    CHECK(b.plan.req_from_step > pr.step_now + 300);
+    /* Ranks behind rank 0 change nothing. */
+    cap_budget_peers(&b, 0, 1);
+    CHECK_EQ_INT(cap_budget_request(&b, &pr, 5, 0, now, msg, sizeof msg), 0);
+    CHECK(b.plan.req_from_step > pr.step_now && b.plan.req_from_step <= pr.step_now + 20);
+}
+
+/* A new plan of windows begins where the old one's next window would
+ * have: each re-plan once added a window of its own at once (a launch-
+ * bound LSTM had 19 windows in 5 112 steps under plans of one in 355 to
+ * 711, re-planned 8 times). */
+static void test_replan_keeps_phase(void)
+{
+    struct cap_budget b;
+    struct hm_capture_progress pr;
+    int64_t now;
+
+    start_measured_windows(&b, &pr, &now);
+    struct hm_capture_plan old = b.plan;
+    pr.step_now = old.base_step + 30;         /* inside the old plan, past a window */
+    pr.measured.win_excess_ns = 200000000;   /* twice the cost: windows twice as far apart */
+    CHECK_EQ_INT(feed(&b, &pr, &now, 6, 50000, 25000000), 1);
+    CHECK_EQ_INT(b.plan.period_steps, 400);
+    CHECK_EQ_INT(b.plan.base_step, old.base_step + old.period_steps);
+    CHECK_EQ_INT(b.plan.prev_base_step, old.base_step);
+    /* No step from the old plan's first window to the new base is in a
+     * window that neither plan would have had. */
+    int in_windows = 0;
+    for (int64_t st = old.base_step; st < b.plan.base_step + b.plan.period_steps; st++)
+        in_windows += hm_capture_step(&b.plan, st) != 0;
+    CHECK_EQ_INT(in_windows, 2 * old.on_steps);
+}
+
 int main(void)
 {
     test_cheap_records_all();
@@ -316,5 +396,7 @@ int main(void)
     test_no_cupti();
     test_capture_all();
     test_requests();
+    test_peers_ahead();
+    test_replan_keeps_phase();
     return hm_test_done();
 }
