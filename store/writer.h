@@ -165,6 +165,12 @@ int mrg_writer_realign_all(struct mrg_writer *w, const struct mrg_realign_rank *
  * analyses); _finish then finds them in place. */
 int mrg_writer_build_indexes(struct mrg_writer *w, struct hm_err *err);
 
+/* Builds slices_correlation now, as _finish would (which then finds it in
+ * place): for a caller with other work for another core, once no slice
+ * changes any more. Uses the writer's connection: nothing else may use it
+ * meanwhile. */
+int mrg_writer_build_slice_index(struct mrg_writer *w, struct hm_err *err);
+
 /* Records a repaired clock step of rank (ranks.clock_step_ns: the change
  * of its reading, ranks.clock_step_at_ns: when, on the aligned clock);
  * any time before _finish. */

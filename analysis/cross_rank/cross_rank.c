@@ -31,6 +31,7 @@
 #include "memory_peaks.h"
 #include "graph_kernels.h"
 #include "nvtx_stitch.h"
+#include "overlap.h"
 #include "step_breakdown.h"
 #include "stragglers.h"
 #include "common/monotime.h"
@@ -647,6 +648,20 @@ static int unshift_guesses(struct xr_ctx *x, const struct mrg_writer *w)
                     hm_mono_s() - t0_, hm_proc_status_kb("VmHWM") / 1024);                                     \
     } while (0)
 
+/* The stages that read only x's view and strings: on ingest they run
+ * beside the slice index (overlap.c), on their own connection. */
+static int run_tail(struct xr_ctx *x, struct hm_err *err)
+{
+    int rc = 0, stats = getenv("HTAMERGE_STATS") != NULL;
+
+    STAGE(xr_nvtx_stitch(x, err));
+    STAGE(xr_step_breakdown(x, err));
+    STAGE(xr_comm_exposed(x, err));
+    STAGE(xr_critical_path(x, err));
+    STAGE(xr_rank_activity(x, err));
+    return rc;
+}
+
 static int run_stages(struct xr_ctx *x, struct mrg_writer *w, struct hm_err *err)
 {
     int rc = 0, stats = getenv("HTAMERGE_STATS") != NULL;
@@ -664,11 +679,13 @@ static int run_stages(struct xr_ctx *x, struct mrg_writer *w, struct hm_err *err
     STAGE(xr_stragglers_store(x, err));
     STAGE(xr_clock_store(x, err));
     STAGE(xr_graph_kernels(x, err));   /* before the stages that charge GPU time to phases */
-    STAGE(xr_nvtx_stitch(x, err));
-    STAGE(xr_step_breakdown(x, err));
-    STAGE(xr_comm_groups(x, err));
-    STAGE(xr_critical_path(x, err));
-    STAGE(xr_rank_activity(x, err));
+    STAGE(xr_comm_groups_store(x, err));
+    /* A tapped view means a fresh ingest, whose slices are final by now
+     * (clock refinement re-timed them above). */
+    if (x->view)
+        STAGE(xr_overlap_tail(x, w, run_tail, err));
+    else
+        STAGE(run_tail(x, err));
     STAGE(xr_memory_peaks(x, err));
     return rc;
 }
