@@ -1,7 +1,9 @@
 -- Indexes built after the load (store/writer.c, mrg_writer_finish): building
 -- them once over sorted data is much faster than maintaining them per insert.
 -- The exception is slices_track_ts in a fresh load, whose entries arrive in
--- its own order: store/load_index.c keeps it from the first row.
+-- its own order: store/load_index.c keeps it from the first row; and
+-- slices_correlation, which ingest builds while the cross-rank analyses run
+-- (analysis/cross_rank/overlap.c).
 -- Each names the readers it serves.
 
 -- Timeline windows and per-track scans (query server, analyses): covers the

@@ -32,10 +32,11 @@
  * of the row comes from its first entries, the same both ways.
  *
  * slices_correlation is built by CREATE INDEX as in _finish, only earlier
- * (mrg_writer_build_slice_index): once the cross-rank stage has re-timed
- * what it re-times, it is 1.3 s of table scan at 64 ranks that the stage's
- * last analyses can overlap on another core (analysis/cross_rank/overlap.c).
- * The same statement over the same rows packs the same pages. */
+ * (mrg_writer_build_slice_index): 1.3 s of table scan at 64 ranks, which
+ * the cross-rank analyses overlap on the other core
+ * (analysis/cross_rank/overlap.c). Its entries are correlation ids, which
+ * re-timing leaves alone, and the same statement over the same rows packs
+ * the same pages. */
 #include "store/writer_int.h"
 
 #include <stdio.h>

@@ -166,9 +166,9 @@ int mrg_writer_realign_all(struct mrg_writer *w, const struct mrg_realign_rank *
 int mrg_writer_build_indexes(struct mrg_writer *w, struct hm_err *err);
 
 /* Builds slices_correlation now, as _finish would (which then finds it in
- * place): for a caller with other work for another core, once no slice
- * changes any more. Uses the writer's connection: nothing else may use it
- * meanwhile. */
+ * place): for a caller with other work for another core, once no slice is
+ * added or loses its correlation id (re-timing may follow). Uses the
+ * writer's connection: nothing else may use it meanwhile. */
 int mrg_writer_build_slice_index(struct mrg_writer *w, struct hm_err *err);
 
 /* Records a repaired clock step of rank (ranks.clock_step_ns: the change

@@ -12,6 +12,7 @@
 #include "hm_sql.h"
 #include "store/columns.h"
 #include "match.h"
+#include "overlap.h"
 
 #define MAX_FIT_POINTS 1500          /* Theil-Sen pairs grow as n^2: subsample beyond */
 #define MIN_SLOPE_SPAN_NS 50e6       /* under 50 ms of samples a slope says nothing */
@@ -386,7 +387,9 @@ static int retime(struct xr_ctx *x, struct mrg_writer *w, struct lin *fits, stru
             any = 1;
         }
     }
-    rc = any ? mrg_writer_realign_all(w, ra, x->nranks, err) : 0;
+    rc = any ? xr_overlap_join(x, err) : 0;   /* the index holds the writer's connection */
+    if (rc == 0 && any)
+        rc = mrg_writer_realign_all(w, ra, x->nranks, err);
     free(ra);
     return rc;
 }

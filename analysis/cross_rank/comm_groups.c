@@ -60,7 +60,7 @@ const char *xr_pg_dimension(const char *name, const char *desc)
 enum { PG_FACT_COLUMNS(HM_COLUMN_ENUM) };
 static const char *const pg_fact_names[] = {PG_FACT_COLUMNS(HM_COLUMN_NAME)};
 
-int xr_comm_groups_store(struct xr_ctx *x, struct hm_err *err)
+static int store_groups(struct xr_ctx *x, struct hm_err *err)
 {
     sqlite3_stmt *q = NULL, *ins = NULL;
     int rc = xr_prepare(x, hm_sql_xrank_pg_facts, &q, err), s;
@@ -252,11 +252,13 @@ static int rank_exposed(struct xr_ctx *x, sqlite3_stmt *st, const struct xr_rank
     return rc;
 }
 
-int xr_comm_exposed(struct xr_ctx *x, struct hm_err *err)
+int xr_comm_groups(struct xr_ctx *x, struct hm_err *err)
 {
     sqlite3_stmt *st = NULL;
-    int rc = xr_prepare(x, hm_sql_xrank_insert_exposed, &st, err);
+    int rc = store_groups(x, err);
 
+    if (rc == 0)
+        rc = xr_prepare(x, hm_sql_xrank_insert_exposed, &st, err);
     for (int r = 0; r < x->nranks && rc == 0; r++)
         if (x->ranks[r].present) {
             rc = rank_exposed(x, st, &x->ranks[r], err);

@@ -24,11 +24,7 @@
  * NULL when none does. */
 const char *xr_pg_dimension(const char *name, const char *desc);
 
-/* Fills process_groups from the matched collectives (reading
- * collective_instances and collectives in x->db). */
-int xr_comm_groups_store(struct xr_ctx *x, struct hm_err *err);
-/* Fills comm_exposed from x's view and steps alone (the only SQL is its
- * INSERT), so that it can run on a connection of its own. */
-int xr_comm_exposed(struct xr_ctx *x, struct hm_err *err);
+/* Fills process_groups and comm_exposed from x's matched collectives. */
+int xr_comm_groups(struct xr_ctx *x, struct hm_err *err);
 
 #endif

@@ -648,24 +648,22 @@ static int unshift_guesses(struct xr_ctx *x, const struct mrg_writer *w)
                     hm_mono_s() - t0_, hm_proc_status_kb("VmHWM") / 1024);                                     \
     } while (0)
 
-/* The stages that read only x's view and strings: on ingest they run
- * beside the slice index (overlap.c), on their own connection. */
-static int run_tail(struct xr_ctx *x, struct hm_err *err)
+static int any_graph_events(const struct xr_ctx *x)
 {
-    int rc = 0, stats = getenv("HTAMERGE_STATS") != NULL;
-
-    STAGE(xr_nvtx_stitch(x, err));
-    STAGE(xr_step_breakdown(x, err));
-    STAGE(xr_comm_exposed(x, err));
-    STAGE(xr_critical_path(x, err));
-    STAGE(xr_rank_activity(x, err));
-    return rc;
+    for (int r = 0; r < x->nranks; r++)
+        if (x->ranks[r].graph_events)
+            return 1;
+    return 0;
 }
 
 static int run_stages(struct xr_ctx *x, struct mrg_writer *w, struct hm_err *err)
 {
     int rc = 0, stats = getenv("HTAMERGE_STATS") != NULL;
 
+    /* A view tapped while writing means a fresh ingest: build the slice
+     * index beside the analyses, which then read copies (overlap.c). */
+    if (x->view && !x->view->broken)
+        xr_overlap_begin(x, w);
     STAGE(load_ranks(x, err));
     if (x->nranks > 0)
         STAGE(load_view(x, err));
@@ -678,14 +676,15 @@ static int run_stages(struct xr_ctx *x, struct mrg_writer *w, struct hm_err *err
     STAGE(xr_match_store(x, err));
     STAGE(xr_stragglers_store(x, err));
     STAGE(xr_clock_store(x, err));
+    if (any_graph_events(x))   /* their queries read the slices themselves */
+        STAGE(xr_overlap_end(x, rc, err));
     STAGE(xr_graph_kernels(x, err));   /* before the stages that charge GPU time to phases */
-    STAGE(xr_comm_groups_store(x, err));
-    /* A tapped view means a fresh ingest, whose slices are final by now
-     * (clock refinement re-timed them above). */
-    if (x->view)
-        STAGE(xr_overlap_tail(x, w, run_tail, err));
-    else
-        STAGE(run_tail(x, err));
+    STAGE(xr_nvtx_stitch(x, err));
+    STAGE(xr_step_breakdown(x, err));
+    STAGE(xr_comm_groups(x, err));
+    STAGE(xr_critical_path(x, err));
+    STAGE(xr_rank_activity(x, err));
+    STAGE(xr_overlap_end(x, rc, err));   /* memory samples are counters, not copied */
     STAGE(xr_memory_peaks(x, err));
     return rc;
 }
@@ -710,6 +709,7 @@ int xr_finish_view(struct mrg_writer *w, const struct xr_opts *opts, struct xr_v
     if (!x.names)
         return hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
     rc = run_stages(&x, w, err);
+    rc = xr_overlap_end(&x, rc, err);   /* on every path: joins the index's thread */
     ctx_free(&x);
     if (rc)
         hm_err_prefix(err, "cross-rank analysis");

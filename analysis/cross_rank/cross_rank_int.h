@@ -148,6 +148,8 @@ struct xr_ctx {
     unsigned char *aflags;             /* XR_A_* | XR_A_KNOWN */
     size_t nstr;
     sqlite3_stmt *str_st;              /* owned: SELECT str FROM strings WHERE id = ? */
+    struct xr_overlap *ovl;            /* owned, or NULL: the slice index being built
+                                          beside the analyses (overlap.h) */
 };
 
 /* Facts about an annotation name. */

@@ -1,4 +1,4 @@
-/* The cross-rank stage's last analyses beside the slice index (overlap.c). */
+/* The cross-rank analyses beside the slice index (overlap.c). */
 #ifndef HM_ANALYSIS_CROSS_RANK_OVERLAP_H
 #define HM_ANALYSIS_CROSS_RANK_OVERLAP_H
 
@@ -6,13 +6,21 @@
 
 struct mrg_writer;
 
-/* Runs tail(x) on another thread, with x->db a scratch database holding
- * the load's strings, while mrg_writer_build_slice_index(w) runs on this
- * one; then copies every table tail filled into the load (x->db again).
- * tail may use x->db and x's view, never w nor the load's connection.
- * The load's slices must be final. 0 or the first error (the index's,
- * else the tail's, else the copy's); the thread is always joined. */
-int xr_overlap_tail(struct xr_ctx *x, struct mrg_writer *w, int (*tail)(struct xr_ctx *x, struct hm_err *err),
-                    struct hm_err *err);
+/* Starts building the slice index on another thread, with the writer's
+ * connection, and points x->db at a scratch database holding what the
+ * analyses read. The load's slices must be final but for their times
+ * (the index is on correlation ids). Until xr_overlap_end, nothing on
+ * this thread may use w's connection without xr_overlap_join first.
+ * Where the scratch database cannot be made, nothing changes: the
+ * analyses run on the load as they would without it. */
+void xr_overlap_begin(struct xr_ctx *x, struct mrg_writer *w);
+
+/* Waits for the index; 0 or its error. Nothing to wait for: 0. */
+int xr_overlap_join(struct xr_ctx *x, struct hm_err *err);
+
+/* Waits for the index, points x->db at the load again and, when rc and the
+ * index are 0, copies every table the analyses filled into it. Returns rc,
+ * else the index's or the copy's error. Without xr_overlap_begin: rc. */
+int xr_overlap_end(struct xr_ctx *x, int rc, struct hm_err *err);
 
 #endif
