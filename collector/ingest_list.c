@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "collector/sources/kineto_json/kineto_json.h"
@@ -278,12 +279,19 @@ static size_t key_len(const char *p)
     return end;
 }
 
+static uint64_t file_bytes(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 ? (uint64_t)sb.st_size : 0;
+}
+
 size_t col_ingest_group_end(char *const *files, size_t nfiles, size_t i)
 {
     size_t k = i < nfiles ? key_len(files[i]) : 0, j = i + 1;
+    uint64_t bytes = i < nfiles ? file_bytes(files[i]) : 0;
 
     while (j < nfiles && j - i < COL_INGEST_GROUP_MAX && key_len(files[j]) == k &&
-           memcmp(files[j], files[i], k) == 0)
+           memcmp(files[j], files[i], k) == 0 && (bytes += file_bytes(files[j])) <= COL_INGEST_GROUP_BYTES)
         j++;
     return j;
 }

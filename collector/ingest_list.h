@@ -6,6 +6,7 @@
 #define HM_COLLECTOR_INGEST_LIST_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "common/err.h"
 
@@ -42,8 +43,12 @@ void col_ingest_list_free(struct col_ingest_list *l);
  * trace.json.gz" -> "rank-3", "host_123"). A guess that is wrong costs
  * speed, never correctness: rank 0 reads back any rank whose files did not
  * all reach one reader. The end (exclusive) of the group that starts at
- * files[i]; a group holds at most COL_INGEST_GROUP_MAX files. */
+ * files[i]; a group holds at most COL_INGEST_GROUP_MAX files and, past its
+ * first, COL_INGEST_GROUP_BYTES of them on disk: its reader holds the
+ * group's batches at once (a guess that groups big files of many ranks
+ * must not multiply a reader's memory), as rank 0 held a rank read back. */
 enum { COL_INGEST_GROUP_MAX = 16 };
+#define COL_INGEST_GROUP_BYTES ((uint64_t)256 << 20)
 size_t col_ingest_group_end(char *const *files, size_t nfiles, size_t i);
 
 #endif

@@ -6,9 +6,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include "collector/ingest_list.h"
 #include "collector/ingest_msg.h"
 #include "test.h"
+
+static int truncate_new(const char *path, uint64_t size)
+{
+    int fd = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0600), rc;
+
+    if (fd < 0)
+        return -1;
+    rc = ftruncate(fd, (off_t)size);
+    close(fd);
+    return rc;
+}
 
 static void groups(void)
 {
@@ -34,6 +48,30 @@ static void groups(void)
     CHECK_EQ_INT(col_ingest_group_end(many, sizeof many / sizeof *many, 0), COL_INGEST_GROUP_MAX);
     for (size_t i = 0; i < sizeof many / sizeof *many; i++)
         free(many[i]);
+}
+
+/* Big files of one name group only while their sizes fit the cap (sparse
+ * files: the size is what counts). */
+static void group_bytes(void)
+{
+    char dir[] = "/tmp/hm_groups.XXXXXX", a[64], b[64], c[64];
+    char *f[] = {a, b, c};
+    int ok = mkdtemp(dir) != NULL;
+
+    CHECK(ok);
+    if (!ok)
+        return;
+    snprintf(a, sizeof a, "%s/w.1.json", dir);
+    snprintf(b, sizeof b, "%s/w.2.json", dir);
+    snprintf(c, sizeof c, "%s/w.3.json", dir);
+    CHECK_EQ_INT(truncate_new(a, COL_INGEST_GROUP_BYTES / 2) | truncate_new(b, COL_INGEST_GROUP_BYTES / 4) |
+                 truncate_new(c, COL_INGEST_GROUP_BYTES / 2), 0);
+    CHECK_EQ_INT(col_ingest_group_end(f, 3, 0), 2); /* a third would pass the cap */
+    CHECK_EQ_INT(col_ingest_group_end(f, 3, 2), 3);
+    unlink(a);
+    unlink(b);
+    unlink(c);
+    rmdir(dir);
 }
 
 static void tails(void)
@@ -73,6 +111,7 @@ static void tails(void)
 int main(void)
 {
     groups();
+    group_bytes();
     tails();
     return hm_test_done();
 }
