@@ -14,8 +14,10 @@
  *
  * In `mpirun ... htamerge ingest` a reader's HM_TAG_BATCH carries, after
  * the wire message (its header's total_len), the results of the file's
- * per-rank analyses (analysis/hta_codec.h): the readers analyse what they
- * parse, so rank 0 only decodes and writes. The live run sends none.
+ * per-rank analyses (analysis/hta_codec.h) and, on the last file of a rank
+ * whose files the reader joined, the rank's (collector/ingest_msg.h): the
+ * readers analyse what they parse, so rank 0 only decodes and writes. The
+ * live run sends none.
  *
  * Flow control: a collector may have at most HM_CREDIT_INITIAL batches in
  * flight; the merger returns one credit per batch it has written, so a slow
