@@ -648,6 +648,21 @@ static int unshift_guesses(struct xr_ctx *x, const struct mrg_writer *w)
                     hm_mono_s() - t0_, hm_proc_status_kb("VmHWM") / 1024);                                     \
     } while (0)
 
+/* Stitched NVTX rows, at most one per annotation, are the one output that
+ * can run to millions; copied from the scratch database at ~1 us a row,
+ * past this many they would cost more than the index beside them saves
+ * (1.4 s at 64 ranks), so stitching waits for the index instead. */
+#define XR_OVERLAP_MAX_ANNOTS 200000
+
+static size_t annotations(const struct xr_ctx *x)
+{
+    size_t n = 0;
+
+    for (int r = 0; r < x->nranks; r++)
+        n += x->ranks[r].annots.n;
+    return n;
+}
+
 static int any_graph_events(const struct xr_ctx *x)
 {
     for (int r = 0; r < x->nranks; r++)
@@ -679,6 +694,8 @@ static int run_stages(struct xr_ctx *x, struct mrg_writer *w, struct hm_err *err
     if (any_graph_events(x))   /* their queries read the slices themselves */
         STAGE(xr_overlap_end(x, rc, err));
     STAGE(xr_graph_kernels(x, err));   /* before the stages that charge GPU time to phases */
+    if (annotations(x) > XR_OVERLAP_MAX_ANNOTS)
+        STAGE(xr_overlap_end(x, rc, err));
     STAGE(xr_nvtx_stitch(x, err));
     STAGE(xr_step_breakdown(x, err));
     STAGE(xr_comm_groups(x, err));
