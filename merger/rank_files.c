@@ -251,18 +251,45 @@ int mrg_rank_files_offer(struct mrg_rank_files **rf, int rank, const size_t *fil
     return 0;
 }
 
-/* The offer for rank that covers exactly the files stored for it (in the
- * order stored, which is the list's), or NULL. */
-static struct offer *offer_for(const struct mrg_rank_files *rf, int rank)
+/* A stored file of a rank: rf->v[k] (finish's index, by rank, then k). */
+struct rank_file {
+    int rank;
+    size_t k;
+};
+
+static int cmp_rank_file(const void *a, const void *b)
 {
-    for (size_t i = 0; i < rf->no; i++) {
+    const struct rank_file *x = a, *y = b;
+    if (x->rank != y->rank)
+        return x->rank < y->rank ? -1 : 1;
+    return x->k < y->k ? -1 : x->k > y->k;
+}
+
+static int cmp_offer(const void *a, const void *b)
+{
+    int x = ((const struct offer *)a)->rank, y = ((const struct offer *)b)->rank;
+    return x < y ? -1 : x > y;
+}
+
+/* The offer (rf->o sorted by rank) that covers exactly the files stored
+ * for a rank, f[0..n) in the order stored (the list's), or NULL. */
+static struct offer *offer_for(const struct mrg_rank_files *rf, const struct rank_file *f, size_t n)
+{
+    size_t lo = 0, hi = rf->no;
+
+    while (lo < hi) { /* the first offer of this rank */
+        size_t mid = lo + (hi - lo) / 2;
+        if (rf->o[mid].rank < f[0].rank)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (size_t i = lo; i < rf->no && rf->o[i].rank == f[0].rank; i++) {
         struct offer *o = &rf->o[i];
         size_t m = 0;
-        int same = o->rank == rank;
-        for (size_t k = 0; k < rf->n && same; k++)
-            if (rf->v[k].rank == rank)
-                same = m < o->n && o->files[m++] == rf->v[k].file;
-        if (same && m == o->n)
+        while (m < n && m < o->n && o->files[m] == rf->v[f[m].k].file)
+            m++;
+        if (m == n && m == o->n)
             return o;
     }
     return NULL;
@@ -284,27 +311,61 @@ static int store_offer(struct mrg_writer *w, struct offer *o, struct hm_err *err
     return rc;
 }
 
+/* A rank with a joined file: its run in finish's index, and its first
+ * joined file. Ranks are finished in the order of that file, the order
+ * their rows were always stored in. */
+struct joined_rank {
+    size_t first_joined, run, n;
+};
+
+static int cmp_first_joined(const void *a, const void *b)
+{
+    size_t x = ((const struct joined_rank *)a)->first_joined, y = ((const struct joined_rank *)b)->first_joined;
+    return x < y ? -1 : x > y;
+}
+
 int mrg_rank_files_finish(struct mrg_rank_files *rf, struct mrg_writer *w, struct hm_err *err)
 {
+    struct rank_file *ix;
+    struct joined_rank *todo;
+    size_t nt = 0;
     int rc = 0;
 
-    for (size_t k = 0; rf && k < rf->n && rc == 0; k++) {
-        struct offer *o;
-        int done = 0;
-        if (!rf->v[k].joined)
-            continue;
-        for (size_t j = 0; j < k && !done; j++) /* once per rank */
-            done = rf->v[j].joined && rf->v[j].rank == rf->v[k].rank;
-        if (done)
-            continue;
-        if ((o = offer_for(rf, rf->v[k].rank)) != NULL) {
+    if (!rf || rf->n == 0)
+        return 0;
+    ix = malloc(rf->n * sizeof *ix);
+    todo = malloc(rf->n * sizeof *todo);
+    if (!ix || !todo) {
+        free(ix);
+        free(todo);
+        return hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
+    }
+    for (size_t k = 0; k < rf->n; k++)
+        ix[k] = (struct rank_file){rf->v[k].rank, k};
+    qsort(ix, rf->n, sizeof *ix, cmp_rank_file);
+    qsort(rf->o, rf->no, sizeof *rf->o, cmp_offer);
+    for (size_t a = 0, b; a < rf->n; a = b) {
+        size_t first = SIZE_MAX;
+        for (b = a; b < rf->n && ix[b].rank == ix[a].rank; b++)
+            if (rf->v[ix[b].k].joined && ix[b].k < first)
+                first = ix[b].k;
+        if (first != SIZE_MAX)
+            todo[nt++] = (struct joined_rank){first, a, b - a};
+    }
+    qsort(todo, nt, sizeof *todo, cmp_first_joined);
+    for (size_t t = 0; t < nt && rc == 0; t++) {
+        const struct rank_file *f = ix + todo[t].run;
+        struct offer *o = offer_for(rf, f, todo[t].n);
+        if (o) {
             rc = store_offer(w, o, err);
             rf->offered++;
         } else {
-            rc = reanalyse(rf, w, rf->v[k].rank, err);
+            rc = reanalyse(rf, w, f->rank, err);
             rf->read_back++;
         }
     }
+    free(ix);
+    free(todo);
     return rc;
 }
 
