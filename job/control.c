@@ -303,12 +303,10 @@ void job_control_tick(struct job_control *jc, struct col_rank *col)
     struct hm_capture_progress pr;
     int64_t t = now_ns(), lo, hi;
 
-    if (!jc)
-        return;
-    take_progress(jc, t);
-    if (t < jc->next_tick)
+    if (!jc || t < jc->next_tick)
         return;
     jc->next_tick = t + TICK_NS;
+    take_progress(jc, t);
     peers_span(jc, t, &lo, &hi);
     cap_budget_peers(&jc->b, lo, hi);
     col_rank_progress(col, &pr);
