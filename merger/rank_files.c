@@ -343,7 +343,8 @@ int mrg_rank_files_finish(struct mrg_rank_files *rf, struct mrg_writer *w, struc
     for (size_t k = 0; k < rf->n; k++)
         ix[k] = (struct rank_file){rf->v[k].rank, k};
     qsort(ix, rf->n, sizeof *ix, cmp_rank_file);
-    qsort(rf->o, rf->no, sizeof *rf->o, cmp_offer);
+    if (rf->no)   /* qsort's array may not be NULL, even of no elements */
+        qsort(rf->o, rf->no, sizeof *rf->o, cmp_offer);
     for (size_t a = 0, b; a < rf->n; a = b) {
         size_t first = SIZE_MAX;
         for (b = a; b < rf->n && ix[b].rank == ix[a].rank; b++)
