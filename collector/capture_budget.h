@@ -31,6 +31,10 @@ struct cap_budget_opts {
     int capture_all;          /* --capture-all: one plan, ALL */
     int64_t record_ns;        /* calibrated CUPTI cost per activity record */
     int64_t switch_ns;        /* assumed cost of one attach or detach until measured */
+    double windows_share;     /* the part of the budget windows aim at (the rest is the
+                                 hooks', NVTX's and the estimate's error); 0: 0.75 */
+    int64_t repay_ns;         /* what the start-up spent over the budget is paid back by
+                                 sparser windows over this long; 0: 30 s, < 0: never */
 };
 
 /* HTAMERGE_CUPTI_RECORD_NS, else the calibration from the H200 (bench/RESULTS.md). */
@@ -48,6 +52,8 @@ struct cap_budget {
                                          plan's length cost; < 0 none */
     int have_last;
     int64_t peers_min_step, peers_max_step;  /* the other ranks' steps (cap_budget_peers); -1 none */
+    double debt_ns;                   /* the start-up's cost above the budget, to pay back */
+    int64_t repay_from_ns;            /* when the first windows were planned */
 };
 
 void cap_budget_init(struct cap_budget *b, const struct cap_budget_opts *o, int64_t now_ns);

@@ -4,7 +4,10 @@ records per second, the share of the run CUPTI was attached, and for each
 rank the steps (hooks' step numbers) that lie inside CUPTI's recording
 windows, so that ranks can be compared; and each rank's mean step time by
 where the step lies in the budget's cycle (inside a window, the first steps
-after one, the rest of the pause), to see what a window costs after it ends.
+after one, the rest of the pause), to see what a window costs after it ends;
+and what CUPTI cost inside the process: the steps' total against as many
+steps at the mean detached step (from step 10 on, and from step 100 on, as
+the loops' own ms/batch are taken), start-up and windows included.
 
 usage: budget_summary.py FILE.db LABEL"""
 import json
@@ -34,6 +37,16 @@ def by_position(rs, iv):
             key = "after_%d" % k if k <= 5 else "pause"
         groups.setdefault(key, []).append((b - a) / 1e6)
     return {k: [round(sum(v) / len(v), 3), len(v)] for k, v in sorted(groups.items())}
+
+
+def excess(rs, iv, first):
+    """Sum of the steps from `first` on over as many detached steps, minus 1;
+    detached = steps that touch no recording interval."""
+    rs = [(n, a, b) for n, a, b in rs if n is not None and n >= first]
+    off = [b - a for n, a, b in rs if not any(x < b and a < y for x, y in iv)]
+    if not rs or len(off) < 10:
+        return None
+    return round(sum(b - a for n, a, b in rs) / (len(rs) * sum(off) / len(off)) - 1, 4)
 
 
 def main():
@@ -75,7 +88,8 @@ def main():
                            "step_ms_by_position": by_position(rs, iv),
                            "recorded_step_list": inside[:400], "attached_s": round(attached, 2),
                            "attached_share": round(attached / secs, 4) if secs else None,
-                           "windows": len(iv)}
+                           "windows": len(iv), "excess_from_10": excess(rs, iv, 10),
+                           "excess_from_100": excess(rs, iv, 100)}
     print(json.dumps(out))
 
 
