@@ -189,7 +189,10 @@ static double windows_aim(const struct cap_budget *b, int64_t now_ns)
 static void note_startup(struct cap_budget *b, const struct hm_capture_progress *pr, int64_t now_ns)
 {
     double lead_ns = pr->steps_seen >= 2 && pr->step_ns > 0 ? (double)(lead_steps(pr) * pr->step_ns) : LEAD_S * 1e9;
-    double spent = ((double)pr->cupti_attached_ns + lead_ns) * b->cost;
+    /* by records, not attached time: loading data with CUDA up is attached
+     * for seconds at almost no records, and costs almost nothing */
+    double per_record_ns = b->rate > 0 ? b->cost * 1e9 / b->rate : 0;
+    double spent = (double)pr->cupti_records * per_record_ns + lead_ns * b->cost;
     double allowed = ((double)(now_ns - b->started_ns) + lead_ns) * aim(b);
     b->repay_from_ns = now_ns > 0 ? now_ns : 1;
     b->debt_ns = spent > allowed ? spent - allowed : 0;

@@ -178,7 +178,9 @@ if want cost_long; then
                     awk '{t = $NF; sub("ms", "", t); s += t; c++} c == 25 {printf "%.1f ", s / c; s = c = 0}')"
                 # where in the budget's cycle the steps are slow
                 [ $how = plain ] || python3 "$S/budget_summary.py" "$db" "$db" |
-                    python3 -c 'import json,sys; d=json.load(sys.stdin); print("CYCLE", d["label"], {k: d[k] for k in ("seconds", "slices", "records_per_s", "db_mb_per_min")}, {r: (v["windows"], v["step_ms_by_position"]) for r, v in d["ranks"].items()})' >>"$R" 2>&1
+                    python3 -c 'import json,sys; d=json.load(sys.stdin); print("CYCLE", d["label"], {k: d[k] for k in ("seconds", "slices", "records_per_s", "db_mb_per_min")}, {r: (v["windows"], v["step_ms_by_position"], v["excess_from_10"], v["excess_from_100"]) for r, v in d["ranks"].items()})' >>"$R" 2>&1
+                # records that a detach returned without times: left out, counted
+                [ $how = plain ] || say "INCOMPLETE $db $(python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); print("min_ts", c.execute("SELECT min(ts) FROM slices").fetchone()[0], "counter", c.execute("SELECT max(c.value) FROM counters c JOIN strings n ON n.id = c.name WHERE n.str = ?", ("htamerge/cupti incomplete records",)).fetchone()[0])' "$db")"
             done
         done
     done

@@ -410,6 +410,8 @@ static void test_startup_paid_back(void)
     CHECK(now - t0 <= S * 3 / 10);   /* one quick sample, not 0.3 s of them */
     CHECK_EQ_INT(b.plan.mode, HM_CAPTURE_STEPS);
     CHECK(b.debt_ns > 0.3 * 0.3e9 - 1e6);   /* at least the 0.3 s of lead at 30 % */
+    /* and the 3 s of loading at 20 records/s cost nothing to speak of */
+    CHECK(b.debt_ns < 0.6 * 0.3e9);
     /* the debt over 5 s is more than the aim: a quarter of it */
     CHECK_NEAR(plan_cost(&b, 0.005, 0.002), 0.015 / 4, 0.001);
     int64_t thin = b.plan.period_steps;
