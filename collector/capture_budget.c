@@ -183,19 +183,26 @@ static double windows_aim(const struct cap_budget *b, int64_t now_ns)
     return a;
 }
 
-/* Before the first plan of windows: what recording everything cost until
- * now, and will until the plan's base step (a lead ahead of every rank),
- * above the budget over that time. */
+/* Before the first plan of windows: how long recording everything ran at
+ * the training's record rate until now, and will until the plan's base
+ * step (a lead ahead of every rank), and what the budget allowed over that
+ * time. By records, not attached time: loading data with CUDA up is
+ * attached for seconds at almost no records, and costs almost nothing. */
 static void note_startup(struct cap_budget *b, const struct hm_capture_progress *pr, int64_t now_ns)
 {
     double lead_ns = pr->steps_seen >= 2 && pr->step_ns > 0 ? (double)(lead_steps(pr) * pr->step_ns) : LEAD_S * 1e9;
-    /* by records, not attached time: loading data with CUDA up is attached
-     * for seconds at almost no records, and costs almost nothing */
-    double per_record_ns = b->rate > 0 ? b->cost * 1e9 / b->rate : 0;
-    double spent = (double)pr->cupti_records * per_record_ns + lead_ns * b->cost;
-    double allowed = ((double)(now_ns - b->started_ns) + lead_ns) * aim(b);
     b->repay_from_ns = now_ns > 0 ? now_ns : 1;
-    b->debt_ns = spent > allowed ? spent - allowed : 0;
+    b->startup_busy_ns = (b->rate > 0 ? (double)pr->cupti_records * 1e9 / b->rate : 0) + lead_ns;
+    b->startup_allowed_ns = ((double)(now_ns - b->started_ns) + lead_ns) * aim(b);
+}
+
+/* What the start-up cost above the budget, at today's estimate of CUPTI's
+ * cost while attached (the first estimate, from the model, was three
+ * times the measured one on a launch-bound LSTM). */
+static void update_debt(struct cap_budget *b)
+{
+    double spent = b->startup_busy_ns * b->cost;
+    b->debt_ns = spent > b->startup_allowed_ns ? spent - b->startup_allowed_ns : 0;
 }
 
 /* The plan that keeps cost within the budget; 1 when it differs enough
@@ -270,6 +277,14 @@ static int over_budget_all(const struct cap_budget *b)
            b->rate * (double)b->o.record_ns / 1e9 > aim(b);
 }
 
+/* Windows planned on a rate that has since more than doubled (a first
+ * sample taken as the training warmed up: windows of 20 steps in every 75
+ * ran for 450 steps of an LSTM before the 2 s re-plan): re-planned at once. */
+static int rate_doubled(const struct cap_budget *b)
+{
+    return b->decided_rate > 0 && b->rate > 2 * b->decided_rate;
+}
+
 int cap_budget_tick(struct cap_budget *b, const struct hm_capture_progress *pr, int64_t now_ns)
 {
     if (b->o.capture_all) {
@@ -287,7 +302,7 @@ int cap_budget_tick(struct cap_budget *b, const struct hm_capture_progress *pr, 
         }
         if (pr->cupti_attached_ns < CALIBRATE_NS_MIN || b->rate < 0)
             return 0;
-    } else if (b->rate < 0 || (now_ns - b->decided_ns < REPLAN_NS && !over_budget_all(b))) {
+    } else if (b->rate < 0 || (now_ns - b->decided_ns < REPLAN_NS && !over_budget_all(b) && !rate_doubled(b))) {
         return 0;
     }
     /* Some ranks already follow the plan from its base, others still the
@@ -297,6 +312,7 @@ int cap_budget_tick(struct cap_budget *b, const struct hm_capture_progress *pr, 
         fastest_step(b, pr) >= b->plan.base_step)
         return 0;
     b->decided_ns = now_ns;
+    b->decided_rate = b->rate;
     b->cost = b->rate * (double)b->o.record_ns / 1e9;
     /* Measured beats modelled: steps of the same run with CUPTI attached
      * against detached (the hooks' medians, switches left out). */
@@ -325,6 +341,7 @@ int cap_budget_tick(struct cap_budget *b, const struct hm_capture_progress *pr, 
         b->plan.mode = HM_CAPTURE_UNSET;   /* forces a new plan below */
     if (!b->repay_from_ns && b->cost > aim(b))
         note_startup(b, pr, now_ns);
+    update_debt(b);
     int changed = plan_windows(b, pr, now_ns);
     if (changed)
         b->plan.est_cost_pct = b->cost * 100.0;

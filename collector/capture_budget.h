@@ -54,6 +54,9 @@ struct cap_budget {
     int64_t peers_min_step, peers_max_step;  /* the other ranks' steps (cap_budget_peers); -1 none */
     double debt_ns;                   /* the start-up's cost above the budget, to pay back */
     int64_t repay_from_ns;            /* when the first windows were planned */
+    double startup_busy_ns;           /* the start-up's attached time at the training's rate */
+    double startup_allowed_ns;        /* what the budget allowed over the start-up */
+    double decided_rate;              /* the record rate at the last decision */
 };
 
 void cap_budget_init(struct cap_budget *b, const struct cap_budget_opts *o, int64_t now_ns);

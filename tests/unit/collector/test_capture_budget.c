@@ -428,6 +428,47 @@ static void test_startup_paid_back(void)
     CHECK_NEAR(plan_cost(&b, 0.005, 0.002), 0.015, 0.004);
 }
 
+/* Windows planned on the first sample of a loop still warming up (7 500
+ * records/s), then the training's rate (100 000): a new plan within a
+ * sample or two, not at the 2 s re-plan. */
+static void test_rate_rise_replans_windows(void)
+{
+    struct cap_budget b;
+    struct cap_budget_opts o = {.budget_pct = 2, .record_ns = 3000, .switch_ns = 2000000, WHOLE_BUDGET};
+    struct hm_capture_progress pr = {.step_now = -1};
+    int64_t now = 0;
+
+    cap_budget_init(&b, &o, now);
+    CHECK_EQ_INT(feed(&b, &pr, &now, 1.5, 7500, 5000000), 1);   /* 2.25 %: windows close together */
+    CHECK_EQ_INT(b.plan.mode, HM_CAPTURE_STEPS);
+    int64_t close = b.plan.period_steps;
+    pr.step_now = b.plan.base_step + 1;
+    int64_t t0 = now;
+    CHECK_EQ_INT(feed(&b, &pr, &now, 3, 100000, 5000000), 1);
+    CHECK(now - t0 <= S * 4 / 10);
+    CHECK(b.plan.period_steps > 5 * close);
+}
+
+/* The start-up's debt follows the estimate of CUPTI's cost: the model's
+ * 3 us a record put it at 90 %, steps with and without it measured 30 %. */
+static void test_debt_follows_measured_cost(void)
+{
+    struct cap_budget b;
+    struct cap_budget_opts o = {.budget_pct = 2, .record_ns = 3000, .switch_ns = 2000000};
+    struct hm_capture_progress pr = {.step_now = -1};
+    int64_t now = 0;
+
+    cap_budget_init(&b, &o, now);
+    CHECK_EQ_INT(feed(&b, &pr, &now, 1.5, 300000, 5000000), 1);
+    double modelled = b.debt_ns;
+    CHECK(modelled > 0);
+    pr.step_now = b.plan.base_step + 1;
+    pr.measured = (struct hm_capture_measured){.on_ns = 6500000, .on_n = 20, .off_ns = 5000000, .off_n = 40};
+    feed(&b, &pr, &now, 3, 300000, 5000000);
+    CHECK_NEAR(b.cost, 0.3, 0.01);
+    CHECK(b.debt_ns < modelled / 2);
+}
+
 int main(void)
 {
     test_cheap_records_all();
@@ -444,5 +485,7 @@ int main(void)
     test_peers_ahead();
     test_replan_keeps_phase();
     test_startup_paid_back();
+    test_rate_rise_replans_windows();
+    test_debt_follows_measured_cost();
     return hm_test_done();
 }
