@@ -14,6 +14,7 @@
 # Writes OUT/budget.jsonl (one line per run) and the summaries of each
 # database (budget_summary.py).
 #
+# Rounds alternate the modes' order (ABBA).
 # Modes: plain, default, all (--capture-all), and two that take htamerge
 # apart: floor (no CUPTI, no Python hooks: NVTX, NCCL and the collector)
 # and nocupti (floor plus the hooks); and once (CUPTI for the first second
@@ -48,7 +49,11 @@ mean_heavy() {
 
 for rep in $(seq 1 "$REPS"); do
     for loop in ${LOOPS:-lstm heavy}; do
-        for mode in ${MODES:-plain default all}; do
+        # even rounds run the modes in reverse (ABBA): what the run before
+        # leaves behind (clocks, caches) falls on each mode alike
+        modes=$(echo ${MODES:-plain default all} | tr ' ' '\n')
+        [ $((rep % 2)) = 0 ] && modes=$(echo "$modes" | tac)
+        for mode in $modes; do
             rm -f "$W/c.db"
             case $loop in lstm) prog=("${LSTM[@]}"); cd "$C/wlm" ;; heavy) prog=("${HEAVY[@]}"); cd "$W" ;; esac
             case $mode in

@@ -469,6 +469,33 @@ static void test_debt_follows_measured_cost(void)
     CHECK(b.debt_ns < modelled / 2);
 }
 
+/* Windows that come closer begin one new period after the old
+ * schedule's last window (or a lead ahead of every rank, if later), not
+ * at the old schedule's next one, which may lie past the end of the run. */
+static void test_replan_closer_sooner(void)
+{
+    struct cap_budget b;
+    struct hm_capture_progress pr;
+    int64_t now;
+
+    start_measured_windows(&b, &pr, &now);   /* 20 steps in every 200 */
+    struct hm_capture_plan old = b.plan;
+    pr.step_now = old.base_step + 30;
+    pr.measured.win_excess_ns = 50000000;    /* half the cost: every 100 */
+    CHECK_EQ_INT(feed(&b, &pr, &now, 6, 50000, 25000000), 1);
+    CHECK_EQ_INT(b.plan.period_steps, 100);
+    CHECK_EQ_INT(b.plan.base_step, old.base_step + 100);
+    /* before that base (a re-plan comes within 2 s, 20 steps here): the
+     * schedule every rank is in is still the old one, and the lead decides */
+    pr.step_now = b.plan.base_step - 40;
+    pr.measured.win_excess_ns = 25000000;
+    CHECK_EQ_INT(feed(&b, &pr, &now, 6, 50000, 25000000), 1);
+    CHECK_EQ_INT(b.plan.period_steps, 50);
+    CHECK_EQ_INT(b.plan.prev_base_step, old.base_step);
+    CHECK_EQ_INT(b.plan.base_step, pr.step_now + 12);
+    CHECK(b.plan.base_step < old.base_step + old.period_steps);
+}
+
 int main(void)
 {
     test_cheap_records_all();
@@ -487,5 +514,6 @@ int main(void)
     test_startup_paid_back();
     test_rate_rise_replans_windows();
     test_debt_follows_measured_cost();
+    test_replan_closer_sooner();
     return hm_test_done();
 }
