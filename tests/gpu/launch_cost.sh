@@ -7,6 +7,10 @@
 #   capture   htamerge -o X.db (the default capture)
 #   kernel    the same with HTAMERGE_CUPTI_KINDS=kernel (CUPTI kernel records only)
 #   nocupti   --capture nvtx,nccl (the library loaded, CUPTI off)
+#   detached  CUPTI attached for the first 0.3 s, then detached (cuptiFinalize)
+#             for good: does a detach leave a cost per launch behind? (a
+#             launch-bound LSTM's detached steps ran 5-36 % slower than plain
+#             in 3-epoch default runs, bench/RESULTS.md, fourteenth session)
 #   sync      --capture all,cupti-sync
 # With ALT_CARRY=DIR (DIR/htamerge beside its own libhtamerge-inject.so,
 # e.g. a build of the previous commit) the default modes add capture_alt
@@ -81,6 +85,7 @@ mode_cmd() {
     capture) CMD=("${h[@]}" -o "$2" "$B") ;;
     kernel) CMD=(env HTAMERGE_CUPTI_KINDS=kernel "${h[@]}" -o "$2" "$B") ;;
     nocupti) CMD=("${h[@]}" -o "$2" --capture nvtx,nccl "$B") ;;
+    detached) CMD=("${h[@]}" -o "$2" --cupti-window 300/3600000 "$B") ;;
     sync) CMD=("${h[@]}" -o "$2" --capture all,cupti-sync "$B") ;;
     *) echo "launch_cost.sh: unknown mode $1" >&2; return 1 ;;
     esac
