@@ -15,6 +15,7 @@
 
 #include "cli.h"
 #include "query/export.h"
+#include "query/shards.h"
 #include "query/report.h"
 
 #ifndef HTAMERGE_VERSION
@@ -109,6 +110,49 @@ static void report_done(const struct export_args *a, const struct qry_export_sta
             (long long)st->launch_flows, (long long)st->collective_flows, (long long)st->counters);
 }
 
+/* The index of a sharded ingest keeps only some slices: the ranks asked
+ * for are exported from their shard, which must be one (its host's ranks;
+ * collectives are drawn within it, without the arrows across ranks the
+ * index matched). *db becomes the shard's connection; -1 to go on, else
+ * the exit code. */
+static int to_shard(struct export_args *a, sqlite3 **db)
+{
+    char path[4096], first[4096], line[1400];
+    struct hm_err err;
+    sqlite3 *shard;
+
+    hm_err_clear(&err);
+    if (a->o.nranks <= 0 || !a->o.ranks) {
+        hm_say("export: %s is the index of a sharded ingest: name the ranks to export with --ranks (the "
+               "ranks of one shard, one host: `htamerge sql %s 'SELECT host, ranks FROM shards'`)", a->db, a->db);
+        sqlite3_close(*db);
+        return CLI_EXIT_USAGE;
+    }
+    for (int i = 0; i < a->o.nranks; i++) {
+        if (qry_shard_of(*db, a->db, a->o.ranks[i], path, sizeof path, &err) != 0) {
+            hm_say("export: %s", hm_err_line(&err, line, sizeof line));
+            sqlite3_close(*db);
+            return err.code == HM_EEMPTY ? CLI_EXIT_USAGE : CLI_EXIT_FAIL;
+        }
+        if (i == 0)
+            snprintf(first, sizeof first, "%s", path);
+        else if (strcmp(first, path) != 0) {
+            hm_say("export: ranks %d and %d are in different shards (%s, %s): export one shard's ranks at a "
+                   "time", a->o.ranks[0], a->o.ranks[i], first, path);
+            sqlite3_close(*db);
+            return CLI_EXIT_USAGE;
+        }
+    }
+    shard = qry_open(first, &err);
+    sqlite3_close(*db);
+    *db = shard;
+    if (!shard) {
+        hm_say("%s", hm_err_line(&err, line, sizeof line));
+        return CLI_EXIT_FAIL;
+    }
+    return -1;
+}
+
 static int run_export(struct export_args *a)
 {
     static char buf[1 << 20];
@@ -128,6 +172,8 @@ static int run_export(struct export_args *a)
         hm_say("%s", hm_err_line(&err, line, sizeof line));
         return CLI_EXIT_FAIL;
     }
+    if (qry_shard_count(db) > 0 && (rc = to_shard(a, &db)) >= 0)
+        return rc;
     if (a->out && !(f = open_temp(a->out, &tmp))) {
         hm_say("export: cannot create %s: %s", a->out, strerror(errno));
         sqlite3_close(db);

@@ -335,6 +335,8 @@ void mrg_release_slot(struct mrg_slot *s)
 {
     hm_batch_free(s->batch);
     s->batch = NULL;
+    free(s->raw);
+    s->raw = NULL;
     an_rank_result_clear(&s->res[0]);
     an_rank_result_clear(&s->res[1]);
 }

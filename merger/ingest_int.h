@@ -4,6 +4,7 @@
 #define HM_MERGER_INGEST_INT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "analysis/hta.h"
 #include "common/batch.h"
@@ -18,6 +19,9 @@ struct mrg_slot {
     int analysed;                 /* res is filled */
     int rc;                       /* reading it failed: err says why */
     struct hm_err err;
+    uint8_t *raw;                 /* owned: a host writer's copy of the message, to forward */
+    size_t raw_len;
+    int raw_tag;
 };
 
 /* Rank bookkeeping for duplicate detection: rank -> file index + 1. */

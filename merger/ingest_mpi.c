@@ -19,6 +19,7 @@
 #include "analysis/cross_rank.h"
 #include "analysis/hta_codec.h"
 #include "ingest_int.h"
+#include "ingest_mpi_int.h"
 #include "rank_files.h"
 #include "common/monotime.h"
 
@@ -53,14 +54,56 @@ struct order {
     struct mrg_slot **early; /* owned: early[i] arrived before file next */
     int *from;               /* early[i]'s reader; -1: a file error (no credit) */
     size_t next;             /* the file to store next */
+    MPI_Comm comm;           /* the readers' (role->comm) */
+    MPI_Comm up;             /* a host writer's link to the index writer, or MPI_COMM_NULL */
+    int up_credit;           /* batches it may still forward */
 };
 
-static int store_now(struct mrg_store *s, size_t i, struct mrg_slot *slot, int from, struct hm_err *err)
+/* A host writer of a sharded ingest hands the index writer each file's
+ * message as it stores the file, so in list order (the index writer's
+ * order restricted to this host: what it waits for is always the next
+ * this host sends). Batches within the index writer's credit, as readers
+ * send; file errors need none. */
+static int forward(struct order *o, const struct mrg_slot *slot, struct hm_err *err)
 {
-    int rc = mrg_store_slot(s, i, slot, err), one = 1;
+    if (o->up == MPI_COMM_NULL || !slot->raw)
+        return 0;
+    if (slot->raw_tag == HM_TAG_BATCH) {
+        while (o->up_credit == 0) {
+            int c = 0;
+            if (MPI_Recv(&c, 1, MPI_INT, 0, HM_TAG_CREDIT, o->up, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+                return hm_err_set(err, HM_EMPI, NULL, -1, "cannot reach the index writer");
+            o->up_credit += c;
+        }
+        o->up_credit--;
+    }
+    if (MPI_Send(slot->raw, (int)slot->raw_len, MPI_BYTE, 0, slot->raw_tag, o->up) != MPI_SUCCESS)
+        return hm_err_set(err, HM_EMPI, NULL, -1, "cannot reach the index writer");
+    return 0;
+}
 
+/* Keeps a copy of the message for forward. */
+static int keep_raw(const struct order *o, struct mrg_slot *slot, const void *buf, size_t len, int tag)
+{
+    if (o->up == MPI_COMM_NULL)
+        return 0;
+    if (!(slot->raw = malloc(len ? len : 1)))
+        return HM_ENOMEM;
+    memcpy(slot->raw, buf, len);
+    slot->raw_len = len;
+    slot->raw_tag = tag;
+    return 0;
+}
+
+static int store_now(struct mrg_store *s, struct order *o, size_t i, struct mrg_slot *slot, int from,
+                     struct hm_err *err)
+{
+    int rc = forward(o, slot, err), one = 1;
+
+    if (rc == 0)
+        rc = mrg_store_slot(s, i, slot, err);
     mrg_release_slot(slot);
-    if (from >= 0 && MPI_Send(&one, 1, MPI_INT, from, HM_TAG_CREDIT, MPI_COMM_WORLD) != MPI_SUCCESS && rc == 0)
+    if (from >= 0 && MPI_Send(&one, 1, MPI_INT, from, HM_TAG_CREDIT, o->comm) != MPI_SUCCESS && rc == 0)
         rc = hm_err_set(err, HM_EMPI, NULL, -1, "cannot reach rank %d", from);
     return rc;
 }
@@ -86,11 +129,11 @@ static int arrive(struct mrg_store *s, struct order *o, size_t i, struct mrg_slo
         o->from[i] = from;
         return 0;
     }
-    rc = store_now(s, i, slot, from, err);
+    rc = store_now(s, o, i, slot, from, err);
     for (o->next++; rc == 0 && o->next < s->nfiles && o->early[o->next]; o->next++) {
         struct mrg_slot *p = o->early[o->next];
         o->early[o->next] = NULL;
-        rc = store_now(s, o->next, p, o->from[o->next], err);
+        rc = store_now(s, o, o->next, p, o->from[o->next], err);
         free(p);
     }
     return rc;
@@ -108,11 +151,11 @@ static int release_early(struct mrg_store *s, struct order *o, int store, struct
             continue;
         o->early[i] = NULL;
         if (store && rc == 0) {
-            rc = store_now(s, i, p, o->from[i], err);
+            rc = store_now(s, o, i, p, o->from[i], err);
         } else {
             mrg_release_slot(p);
             if (o->from[i] >= 0)
-                MPI_Send(&one, 1, MPI_INT, o->from[i], HM_TAG_CREDIT, MPI_COMM_WORLD);
+                MPI_Send(&one, 1, MPI_INT, o->from[i], HM_TAG_CREDIT, o->comm);
         }
         free(p);
     }
@@ -207,6 +250,10 @@ static int on_batch(struct mrg_store *s, struct order *o, const uint8_t *buf, in
         return hm_err_set(err, HM_EFORMAT, NULL, -1, "rank %d sent a file nobody asked for", from);
     }
     s->st->bytes_json += slot.batch->source_bytes;
+    if (keep_raw(o, &slot, buf, (size_t)len, HM_TAG_BATCH)) {
+        mrg_release_slot(&slot);
+        return hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
+    }
     return arrive(s, o, i, &slot, from, err);
 }
 
@@ -219,8 +266,10 @@ static int on_file_error(struct mrg_store *s, struct order *o, const struct hm_m
     memset(&slot, 0, sizeof slot);
     slot.rc = (int)m->code;
     hm_err_set(&slot.err, (int)m->code, m->file, m->offset, "%s", m->msg);
+    if (keep_raw(o, &slot, m, sizeof *m, HM_TAG_FILE_ERROR))
+        return hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
     if (i == s->nfiles) /* not one of ours: report it, in no particular place */
-        return mrg_store_slot(s, 0, &slot, err);
+        return store_now(s, o, 0, &slot, -1, err);
     return arrive(s, o, i, &slot, -1, err);
 }
 
@@ -237,7 +286,7 @@ static int receive_all(struct mrg_store *s, struct order *o, int size, uint64_t 
     while (done < size - 1) {
         MPI_Status st;
         int len = 0, r;
-        MPI_Probe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &st);
+        MPI_Probe(MPI_ANY_SOURCE, MPI_ANY_TAG, o->comm, &st);
         MPI_Get_count(&st, MPI_BYTE, &len);
         if ((size_t)len > cap) {
             uint8_t *nb = realloc(buf, (size_t)len);
@@ -248,7 +297,7 @@ static int receive_all(struct mrg_store *s, struct order *o, int size, uint64_t 
             buf = nb;
             cap = (size_t)len;
         }
-        MPI_Recv(buf, len, MPI_BYTE, st.MPI_SOURCE, st.MPI_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Recv(buf, len, MPI_BYTE, st.MPI_SOURCE, st.MPI_TAG, o->comm, MPI_STATUS_IGNORE);
         if (st.MPI_TAG == HM_TAG_DONE) {
             done++;
             continue;
@@ -256,7 +305,7 @@ static int receive_all(struct mrg_store *s, struct order *o, int size, uint64_t 
         if (rc != 0) { /* already failed: keep the others moving */
             if (st.MPI_TAG == HM_TAG_BATCH) {
                 int one = 1;
-                MPI_Send(&one, 1, MPI_INT, st.MPI_SOURCE, HM_TAG_CREDIT, MPI_COMM_WORLD);
+                MPI_Send(&one, 1, MPI_INT, st.MPI_SOURCE, HM_TAG_CREDIT, o->comm);
             }
             continue;
         }
@@ -308,39 +357,82 @@ static void phase_done(const char *what, double *since, const struct mrg_store *
     *since = now;
 }
 
-static void say_goodbye(int size)
+static void say_goodbye(MPI_Comm comm, int size)
 {
     struct hm_msg_done fin = {0};
     for (int r = 1; r < size; r++)
-        MPI_Send(&fin, sizeof fin, MPI_BYTE, r, HM_TAG_DONE, MPI_COMM_WORLD);
+        MPI_Send(&fin, sizeof fin, MPI_BYTE, r, HM_TAG_DONE, comm);
+}
+
+/* A host writer, its readers done: tells the index writer it is done too
+ * (as a reader would) and waits for its goodbye, answering nothing else
+ * (the index writer sends a host writer only credits and goodbye). */
+static int up_done(struct order *o, struct hm_err *err)
+{
+    struct hm_msg_done d = {0};
+    int rc = 0;
+
+    if (o->up == MPI_COMM_NULL)
+        return 0;
+    if (MPI_Send(&d, sizeof d, MPI_BYTE, 0, HM_TAG_DONE, o->up) != MPI_SUCCESS)
+        rc = hm_err_set(err, HM_EMPI, NULL, -1, "cannot reach the index writer");
+    for (;;) {
+        MPI_Status st;
+        int c;
+        if (MPI_Probe(0, MPI_ANY_TAG, o->up, &st) != MPI_SUCCESS)
+            return rc ? rc : hm_err_set(err, HM_EMPI, NULL, -1, "cannot reach the index writer");
+        if (st.MPI_TAG == HM_TAG_DONE) {
+            MPI_Recv(&d, sizeof d, MPI_BYTE, 0, HM_TAG_DONE, o->up, MPI_STATUS_IGNORE);
+            return rc;
+        }
+        MPI_Recv(&c, 1, MPI_INT, 0, HM_TAG_CREDIT, o->up, MPI_STATUS_IGNORE);
+    }
 }
 
 int mrg_ingest_mpi_merge(char *const *files, size_t nfiles, int size, const struct mrg_ingest_opts *opts,
                          struct mrg_ingest_stats *stats, struct hm_err *err)
 {
+    struct mrg_mpi_role role = {.comm = MPI_COMM_WORLD, .up = MPI_COMM_NULL};
+
+    (void)size;
+    return mrg_ingest_mpi_run(files, nfiles, &role, opts, stats, err);
+}
+
+int mrg_ingest_mpi_run(char *const *files, size_t nfiles, const struct mrg_mpi_role *role,
+                       const struct mrg_ingest_opts *opts, struct mrg_ingest_stats *stats, struct hm_err *err)
+{
     /* As the threaded ingest: clocks guessed before writing and the
      * analyses' view tapped while writing, so that the cross-rank phase
-     * re-times and reads back nothing it can avoid (ingest.c). */
+     * re-times and reads back nothing it can avoid (ingest.c). A host
+     * writer stores its ranks as they come (no guess) and runs no
+     * cross-rank analysis: the index writer fits the clocks over every
+     * host, and the host writer re-times its shard to them (before_finish). */
+    int host_writer = role->up != MPI_COMM_NULL;
     struct mrg_store s = {.files = files, .nfiles = nfiles, .opts = opts, .st = stats,
-                          .guess = {.on = 1, .ref = -1}};
+                          .guess = {.on = !host_writer, .ref = -1}};
     struct xr_view view = {0};
-    struct order ord = {calloc(nfiles + 1, sizeof *ord.early), calloc(nfiles + 1, sizeof *ord.from), 0};
+    struct order ord = {calloc(nfiles + 1, sizeof *ord.early), calloc(nfiles + 1, sizeof *ord.from), 0,
+                        role->comm, role->up, HM_CREDIT_INITIAL};
     uint64_t total = 0;
+    int size;
     double t0 = hm_mono_s(), t_phase = t0;
     struct r0_time t = {0};
     struct stat sb;
     int rc;
 
+    MPI_Comm_size(role->comm, &size);
     memset(stats, 0, sizeof *stats);
     for (size_t i = 0; i < nfiles; i++)
         if (stat(files[i], &sb) == 0)
             total += (uint64_t)sb.st_size;
     s.w = mrg_writer_open(opts->output, err);
     rc = s.w ? 0 : (err->code ? err->code : HM_EIO);
-    if (s.w) {
+    if (s.w && !host_writer) {
         view.spill = xr_view_spill_for(opts->output);
         mrg_writer_set_slice_tap(s.w, xr_view_tap, &view);
     }
+    if (s.w && role->index)
+        mrg_writer_set_index_only(s.w, 1);
     if (rc == 0 && (!ord.early || !ord.from))
         rc = hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
     {
@@ -356,10 +448,25 @@ int mrg_ingest_mpi_merge(char *const *files, size_t nfiles, int size, const stru
     }
     free(ord.early);
     free(ord.from);
-    say_goodbye(size);
+    say_goodbye(role->comm, size);
+    {
+        struct hm_err uerr;
+        int r = up_done(&ord, rc ? &uerr : err);
+        if (rc == 0)
+            rc = r;
+    }
     t.join -= hm_mono_s();
     if (rc == 0)
         rc = mrg_rank_files_finish(s.rfiles, s.w, err); /* ranks of several files */
+    if (rc == 0 && role->index) {
+        size_t offered, read_back;
+        mrg_rank_files_counts(s.rfiles, &offered, &read_back);
+        if (read_back) /* the index holds too few slices to read a rank back */
+            rc = hm_err_set(err, HM_EINVAL, NULL, -1,
+                            "--shards: %zu rank(s) of several files were not joined by one reader (file "
+                            "names that do not group, or steps other than ProfilerSteps): ingest them "
+                            "without --shards", read_back);
+    }
     t.join += hm_mono_s();
     t.busy += t.join;
     phase_done("parse and write", &t_phase, &s, &t);
@@ -370,10 +477,12 @@ int mrg_ingest_mpi_merge(char *const *files, size_t nfiles, int size, const stru
         rc = mrg_ingest_write_meta(s.w, opts, "htamerge ingest (parallel)", err);
     if (s.w)
         mrg_writer_set_slice_tap(s.w, NULL, NULL);
-    if (rc == 0)
+    if (rc == 0 && !host_writer)
         rc = xr_finish_view(s.w, NULL, &view, err);
     xr_view_free(&view);
     phase_done("cross-rank analyses", &t_phase, NULL, NULL);
+    if (role->before_finish)
+        rc = role->before_finish(role->ctx, s.w, rc, err);
     if (s.w) {
         if (rc == 0)
             rc = mrg_writer_finish(s.w, err);

@@ -4,6 +4,7 @@
  * topics.c, rows.c, timeline.c and sql_guard.c. No HTTP here: server.c decodes
  * requests, checks who may ask, caches and sends. */
 #include "query_int.h"
+#include "shards.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -714,11 +715,30 @@ static int api_sql(struct qry_dbh *h, struct qry_call *c)
     return reply_doc(c, doc);
 }
 
+/* The index of a sharded ingest keeps only the slices collectives and
+ * steps name: what is drawn or looked up slice by slice is in its shards,
+ * each a file `serve` opens on its own. Refused, not answered from a few. */
+static int in_shards(struct qry_dbh *h, struct qry_call *c, const char *p)
+{
+    static const char *const slice_views[] = {"timeline", "search", "windows", "slice/"};
+
+    for (size_t i = 0; i < sizeof slice_views / sizeof *slice_views; i++)
+        if (!strncmp(p, slice_views[i], strlen(slice_views[i])) && qry_shard_count(h->db) > 0) {
+            reply_error(c, 501, "%.100s: this file is the index of a sharded ingest; its ranks' slices are in "
+                        "its shards (SELECT host, path, ranks FROM shards): serve a shard for its ranks' "
+                        "timeline", c->path);
+            return 1;
+        }
+    return 0;
+}
+
 void qry_api_dispatch(struct qry_dbh *h, struct qry_call *c)
 {
     const char *p = c->path + strlen("/api/");
 
     c->cacheable = false;
+    if (!c->post && in_shards(h, c, p))
+        return;
     if (!strcmp(p, "sql"))
         c->post ? api_sql(h, c) : reply_error(c, 405, "use POST for /api/sql");
     else if (!strcmp(p, "capture"))

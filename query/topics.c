@@ -8,6 +8,7 @@
 
 #include "hm_sql.h"
 #include "rank_view.h"
+#include "shards.h"
 #include "report_int.h"
 #include "window.h"
 #include "analysis/cross_rank.h"
@@ -145,6 +146,12 @@ static int build_stragglers(sqlite3 *db, const struct qry_report_opts *o, cJSON 
     const struct xr_hta_opts hta = {o->candidates, o->steps, o->nsteps};
     int rc;
 
+    /* HTA's method reads every rank's kernels, which an index leaves in
+     * its shards: refused rather than answered from none. */
+    if (o->method && !strcmp(o->method, "hta") && qry_shard_count(db) > 0)
+        return hm_err_set(err, HM_EINVAL, NULL, -1, "stragglers --method hta reads every rank's kernels, which "
+                          "a sharded ingest keeps in its shards: not answered from the index yet (use the "
+                          "default method, or ingest without --shards)");
     if (o->method && !strcmp(o->method, "hta"))
         return xr_stragglers_hta(db, &hta, doc, err);
     rc = qry_report_verdict(db, doc, err);
