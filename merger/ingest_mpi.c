@@ -44,6 +44,7 @@ static size_t file_index(struct mrg_store *s, const char *path)
  * file awaited is always one its reader may send. */
 /* Where rank 0's time goes, seconds (HTAMERGE_STATS). */
 struct r0_time {
+    const char *role; /* "writer", or a sharded ingest's "index" or "shard" */
     double busy;   /* decoding and storing, joins included; the rest is waiting */
     double decode; /* wire and analysis results */
     double join;   /* ranks of several files: their readers' analyses stored, or read back and
@@ -342,8 +343,8 @@ static void phase_done(const char *what, double *since, const struct mrg_store *
         if (t) {
             const struct mrg_ingest_stats *st = s->st;
             double rows = (double)(st->slices + st->collectives + st->counters);
-            fprintf(stderr, " (%.0f rows, %.0f rows/s; writer busy %.3f s, %.0f rows/s busy)\n", rows,
-                    el > 0 ? rows / el : 0.0, t->busy, t->busy > 0 ? rows / t->busy : 0.0);
+            fprintf(stderr, " (%.0f rows, %.0f rows/s; writer busy %.3f s, %.0f rows/s busy; %s)\n", rows,
+                    el > 0 ? rows / el : 0.0, t->busy, t->busy > 0 ? rows / t->busy : 0.0, t->role);
             size_t by_readers, read_back;
             mrg_rank_files_counts(s->rfiles, &by_readers, &read_back);
             fprintf(stderr, "htamerge-stats: ingest rank 0: decode %.3f s, analyses %.3f s (%zu of %zu files "
@@ -416,7 +417,7 @@ int mrg_ingest_mpi_run(char *const *files, size_t nfiles, const struct mrg_mpi_r
     uint64_t total = 0;
     int size;
     double t0 = hm_mono_s(), t_phase = t0;
-    struct r0_time t = {0};
+    struct r0_time t = {host_writer ? "shard" : role->index ? "index" : "writer", 0, 0, 0};
     struct stat sb;
     int rc;
 
@@ -463,9 +464,9 @@ int mrg_ingest_mpi_run(char *const *files, size_t nfiles, const struct mrg_mpi_r
         mrg_rank_files_counts(s.rfiles, &offered, &read_back);
         if (read_back) /* the index holds too few slices to read a rank back */
             rc = hm_err_set(err, HM_EINVAL, NULL, -1,
-                            "--shards: %zu rank(s) of several files were not joined by one reader (file "
-                            "names that do not group, or steps other than ProfilerSteps): ingest them "
-                            "without --shards", read_back);
+                            "--shards: %zu rank(s) of several files were not joined by one reader (a "
+                            "rank's files on two hosts, file names that do not group, or steps other than "
+                            "ProfilerSteps): ingest them without --shards", read_back);
     }
     t.join += hm_mono_s();
     t.busy += t.join;
