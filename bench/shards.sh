@@ -10,9 +10,11 @@
 # Output, one line per run:
 #   mode hosts rows wall_s rows_per_s   (all rows stored / the whole ingest)
 #   write_s  (the parse-and-write phase: the slowest writer's)
-#   writers: per writer ROLE:busy_s:busy_rows_per_s (rows it stored / its busy
-#   time: what one writer core sustains; the index writer's rows are every
-#   row, of which it stores a few)
+#   writers: per writer ROLE:busy_s:busy_rows_per_s:cpu_s:rows_per_cpu_s
+#   (rows it stored / its busy time, and / its process's CPU time until the
+#   end of its writing: what one writer core sustains; on an oversubscribed
+#   machine busy time counts waits for a core, CPU time does not; the index
+#   writer's rows are every row, of which it stores a few)
 #   peak_rss_MB (largest process)
 set -u
 B=${1:?build dir}; C=${2:?corpus folder}; shift 2
@@ -60,14 +62,16 @@ one() { # mode hosts extra-args...
     awk -v mode="$mode" -v k="$k" -v rows="$rows" -v wall="$(echo "$t1 - $t0" | bc)" '
         function sec(   i) { for (i = 2; i <= NF; i++) if ($i == "s") return $(i - 1); return 0 }
         /parse and write/ { t = sec(); if (t > pw) pw = t
-                            for (i = 2; i < NF; i++) if ($i == "busy") { b = $(i + 1); r = $(i + 3) }
+                            c = 0; cr = 0
+                            for (i = 2; i < NF; i++) { if ($i == "busy") { b = $(i + 1); r = $(i + 3) }
+                                                       if ($i == "cpu") { c = $(i + 1); cr = $(i + 3) } }
                             role = $NF; sub(/\)$/, "", role)
-                            w = w sprintf(" %s:%.2f:%.0f", role, b, r) }
+                            w = w sprintf(" %s:%.2f:%.0f:%.2f:%.0f", role, b, r, c, cr) }
         /^rss/ { rss = $2 }
         END { printf "%s %s %s %.2f %.0f %.2f%s %.0f\n", mode, k, rows, wall, rows / wall, pw, w, rss / 1024 }' "$W/log"
 }
 
-echo "mode hosts rows wall_s rows_per_s write_s writers(role:busy_s:busy_rows_per_s...) peak_rss_MB"
+echo "mode hosts rows wall_s rows_per_s write_s writers(role:busy_s:busy_rows_per_s:cpu_s:rows_per_cpu_s...) peak_rss_MB"
 for k in $HOSTS_LIST; do
     hosts "$k"
     one one-writer "$k"

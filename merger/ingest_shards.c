@@ -44,6 +44,7 @@ struct clocks_head {
 struct shard_report {
     int64_t status;  /* 0 written, 1 no files on the host, < 0 failed */
     int64_t slices, rows, bytes, nranks;
+    int64_t first_ns, end_ns; /* its slices' extent, at the final times */
     char host[64];
     char msg[1024];
 };
@@ -164,6 +165,22 @@ static int apply_clocks(struct host_ctx *hc, struct mrg_writer *w, const struct 
     return rc;
 }
 
+/* The shard's slices' extent for the index, which keeps too few slices to
+ * know the run's (query/dbh.c takes the timeline's origin from it). */
+static int extent(struct host_ctx *hc, struct mrg_writer *w, struct hm_err *err)
+{
+    sqlite3_stmt *st = NULL;
+
+    if (sqlite3_prepare_v2(mrg_writer_db(w), "SELECT min(ts), max(ts + dur) FROM slices", -1, &st, NULL) != SQLITE_OK)
+        return hm_err_set(err, HM_ESQL, NULL, -1, "the shard's extent: %s", sqlite3_errmsg(mrg_writer_db(w)));
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        hc->rep.first_ns = sqlite3_column_int64(st, 0);
+        hc->rep.end_ns = sqlite3_column_int64(st, 1);
+    }
+    sqlite3_finalize(st);
+    return 0;
+}
+
 static int host_before_finish(void *ctx, struct mrg_writer *w, int rc, struct hm_err *err)
 {
     struct host_ctx *hc = ctx;
@@ -177,6 +194,8 @@ static int host_before_finish(void *ctx, struct mrg_writer *w, int rc, struct hm
         rc = hm_err_set(err, HM_EINVAL, NULL, -1, "the index writer failed");
     if (rc == 0)
         rc = apply_clocks(hc, w, c, h.n, err);
+    if (rc == 0)
+        rc = extent(hc, w, err);
     if (rc == 0)
         rc = mrg_writer_set_meta(w, "shard_of", "index", err);
     free(c);
@@ -352,6 +371,8 @@ static int store_shard(struct mrg_writer *w, const struct index_ctx *ic, int id,
         sqlite3_bind_int64(st, 6, rep->slices);
         sqlite3_bind_int64(st, 7, rep->rows);
         sqlite3_bind_int64(st, 8, rep->bytes);
+        sqlite3_bind_int64(st, 9, rep->first_ns);
+        sqlite3_bind_int64(st, 10, rep->end_ns);
         if (sqlite3_step(st) != SQLITE_DONE)
             rc = hm_err_set(err, HM_ESQL, NULL, -1, "storing the shards: %s", sqlite3_errmsg(db));
     }

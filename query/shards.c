@@ -48,11 +48,11 @@ int qry_shard_of(sqlite3 *db, const char *index_path, int rank, char *buf, size_
         else
             snprintf(buf, cap, "%s", p ? p : "");
         if (stat(buf, &sb) != 0)
-            rc = hm_err_set(err, HM_EIO, buf, -1, "the shard of rank %d (host %s) is missing: its ranks' slices "
-                            "cannot be read; the index's reports still can", rank, host ? host : "?");
+            rc = hm_err_set(err, HM_EIO, NULL, -1, "%s, the shard of rank %d (host %s), is missing: its ranks' "
+                            "slices cannot be read; the index's reports still can", buf, rank, host ? host : "?");
         else if (bytes > 0 && (int64_t)sb.st_size != bytes)
-            rc = hm_err_set(err, HM_EIO, buf, -1, "the shard of rank %d (host %s) is incomplete or was "
-                            "replaced: %lld bytes, the index recorded %lld", rank, host ? host : "?",
+            rc = hm_err_set(err, HM_EIO, NULL, -1, "%s, the shard of rank %d (host %s), is incomplete or was "
+                            "replaced: %lld bytes, the index recorded %lld", buf, rank, host ? host : "?",
                             (long long)sb.st_size, (long long)bytes);
         else
             rc = 0;

@@ -11,7 +11,9 @@ CREATE TABLE shards (
     nranks  INTEGER,              -- how many
     slices  INTEGER,              -- slices it stores
     rows    INTEGER,              -- slices, collectives and counters it stores
-    bytes   INTEGER               -- its size when written: a shard of another size was replaced
+    bytes   INTEGER,              -- its size when written: a shard of another size was replaced
+    first_ns INTEGER,             -- its first slice's start, aligned ns (the run's origin is the least)
+    end_ns  INTEGER               -- its last slice end
 );
 CREATE TABLE rank_shards (
     rank  INTEGER PRIMARY KEY,    -- -> ranks.rank

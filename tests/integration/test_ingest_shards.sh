@@ -9,9 +9,10 @@
 # of every row (slices, collectives, counters, steps), also with clocks that
 # refinement re-times (the shards get the index's fits); the shards table;
 # `sql --rank` and `export --ranks` reading a rank's shard; serve answering
-# reports from the index, refusing the timeline there (501) and drawing
-# ranks of two shards from those shards; a missing shard named by its file,
-# the index still readable; a dead reader ending the job with no output.
+# reports and the heat map from the index, and the timeline and slices of
+# ranks of three shards from those shards (equal to one ingest's); a
+# missing shard named by its file, the index still readable; a dead reader
+# ending the job with no output.
 set -u
 . "$(dirname "$0")/../lib.sh"
 . "${HM_SOURCE_DIR:?}/tests/tools/serve_port.sh"
@@ -129,26 +130,39 @@ grep -q "[0-9] slices" e.log || fail "export: $(cat e.log)"
 "$H" report syn.db stragglers --method hta > /dev/null 2> hta.log && fail "stragglers --method hta answered from the index"
 grep -q "shards" hta.log || fail "stragglers --method hta: $(cat hta.log)"
 
-# serve: the index answers reports and refuses the timeline; each shard
-# draws its ranks.
+# serve: the index answers reports and the heat map itself, and the
+# timeline of ranks of three shards from those shards, the same as one
+# ingest's; a slice of that answer is found in its shard.
 start_server() {
     "$H" serve "$1" --listen 127.0.0.1:0 2> "$2" &
     pids+=($!)
     PORT=$(serve_port "$2") || { fail "serve $1 did not start: $(cat "$2")"; return 1; }
 }
-code() { curl -s --max-time 10 -o body -w '%{http_code}' "http://127.0.0.1:$PORT$1"; }
-if command -v curl > /dev/null && start_server syn.db serve-index.err; then
-    [ "$(code /api/report/stragglers)" = 200 ] && grep -q '"straggler":[[:space:]]*3' body ||
-        fail "serve index: stragglers $(head -c 300 body)"
-    [ "$(code /api/heatmap)" = 200 ] || fail "serve index: heatmap $(head -c 300 body)"
-    [ "$(code '/api/timeline?t0=0&t1=1000000000&px=100&ranks=2')" = 501 ] && grep -q "shard" body ||
-        fail "serve index: timeline not refused: $(head -c 300 body)"
-    for s in a:1 c:5; do
-        start_server "syn.db.d/${s%:*}.db" "serve-${s%:*}.err" || continue
-        [ "$(code "/api/timeline?t0=0&t1=2000000000&px=200&ranks=${s#*:}")" = 200 ] &&
-            python3 -c 'import json,sys; d=json.load(open("body")); t=[x for x in d["tracks"] if x["rank"] == int(sys.argv[1])]; sys.exit(0 if t and sum(x["n"] for x in t) > 0 else 1)' "${s#*:}" ||
-            fail "serve shard ${s%:*}: no timeline of rank ${s#*:}: $(head -c 300 body)"
-    done
+get() { curl -s --max-time 20 -o "$2" -w '%{http_code}' "http://127.0.0.1:$PORT$1"; }
+tl='/api/timeline?t0=0&t1=2000000000&px=400&ranks=1,2,5'
+if command -v curl > /dev/null && start_server syn-one.db serve-one.err; then
+    get "$tl" one-tl.json > /dev/null
+    get /api/heatmap one-hm.json > /dev/null
+    one_port=$PORT
+    if start_server syn.db serve-index.err; then
+        [ "$(get /api/report/stragglers body)" = 200 ] && grep -q '"straggler":[[:space:]]*3' body ||
+            fail "serve index: stragglers $(head -c 300 body)"
+        [ "$(get /api/heatmap sh-hm.json)" = 200 ] && cmp -s one-hm.json sh-hm.json || fail "serve index: heat map differs"
+        [ "$(get "$tl" sh-tl.json)" = 200 ] || fail "serve index: timeline $(head -c 300 sh-tl.json)"
+        python3 "$SRC/tests/tools/timeline_same.py" one-tl.json sh-tl.json || fail "serve index: timeline differs"
+        ids=$(python3 -c 'import json,sys
+a, b = (json.load(open(f)) for f in sys.argv[1:])
+ta = {t["id"]: t for t in a["tracks"]}
+tb = next(t for t in b["tracks"] if t["rank"] == 5 and t.get("slices"))
+print(ta[tb["id"]]["slices"][0][0], tb["slices"][0][0])' one-tl.json sh-tl.json)
+        get "/api/slice/${ids#* }" sh-slice.json > /dev/null
+        PORT=$one_port; get "/api/slice/${ids% *}" one-slice.json > /dev/null
+        python3 -c 'import json,sys
+a, b = (json.load(open(f)) for f in sys.argv[1:])
+for d in (a, b): d.pop("id"); d.pop("parent")
+sys.exit(0 if a == b and a.get("name") else 1)' one-slice.json sh-slice.json ||
+            fail "serve index: slice differs: $(cat sh-slice.json) vs $(cat one-slice.json)"
+    fi
 fi
 
 # A missing shard: named, with its rank; the index still reports.
@@ -158,6 +172,11 @@ mv syn.db.d/b.db b.keep
 "$H" export syn.db --ranks 3 -o m.json 2> mexp.log && fail "export of a missing shard succeeded"
 grep -q "syn.db.d/b.db" mexp.log || fail "export, missing shard: $(cat mexp.log)"
 "$H" report syn.db summary > /dev/null || fail "report without a shard"
+if [ -n "${PORT:-}" ] && start_server syn.db serve-miss.err; then
+    [ "$(get '/api/timeline?t0=0&t1=2000000000&px=100&ranks=3' body)" = 500 ] && grep -q "syn.db.d/b.db" body ||
+        fail "serve, missing shard: $(head -c 300 body)"
+    [ "$(get '/api/timeline?t0=0&t1=2000000000&px=100&ranks=4' body)" = 200 ] || fail "serve, missing shard: the others"
+fi
 mv b.keep syn.db.d/b.db
 printf 'x' >> syn.db.d/c.db
 "$H" sql syn.db --rank 5 "SELECT 1" > /dev/null 2> inc.log && fail "a grown shard was read"
