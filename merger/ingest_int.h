@@ -30,6 +30,14 @@ struct rank_map {
     size_t cap;
 };
 
+/* One NxN collective call of a rank, as the clock guess matches them. */
+struct mrg_guess_call {
+    uint64_t key;        /* which call across ranks */
+    uint64_t group;      /* unkeyed: hash of (pg, op, size, step); 0 keyed */
+    int64_t enter, exit; /* aligned ns as written without a shift */
+    size_t idx;          /* collectives index: order among equal enters */
+};
+
 /* Offline ingest's guess of each rank's collective-based clock correction,
  * made from its batch before it is written (ingest.c, guess_shift): a
  * right guess spares clock refinement the re-timing of the rank's rows. */

@@ -59,7 +59,68 @@ struct order {
     MPI_Comm comm;           /* the readers' (role->comm) */
     MPI_Comm up;             /* a host writer's link to the index writer, or MPI_COMM_NULL */
     int up_credit;           /* batches it may still forward */
+    int index;               /* the index writer of a sharded ingest */
+    int ref_told;            /* index: the clock guess's reference sent; host: received */
 };
+
+/* The clock guess of a sharded ingest. The index writer's guesses (against
+ * the first rank it stores with collectives, ingest.c) are what clock
+ * refinement undoes, so a host writer that stores a rank with the same
+ * guess leaves nothing to re-time where refinement agrees: the index
+ * writer sends every host writer its reference's calls once it has them
+ * (or none, at the latest before its goodbye), and a host writer guesses
+ * against them the ranks it stores from then on. It never waits for them:
+ * a rank stored before stays unshifted and is re-timed at the end. */
+enum { TAG_GUESS_REF = 203 };
+
+static void tell_ref(struct mrg_store *s, struct order *o, int size, int at_end)
+{
+    const struct mrg_clock_guess *g = &s->guess;
+    int64_t head[2] = {g->ref, g->ref >= 0 ? (int64_t)g->n : 0};
+    size_t bytes = sizeof head + (size_t)head[1] * sizeof *g->calls;
+    char *buf;
+
+    if (!o->index || o->ref_told || (g->ref < 0 && !at_end))
+        return;
+    if (!(buf = malloc(bytes)))
+        MPI_Abort(MPI_COMM_WORLD, 1); /* every host writer waits for it before the goodbye */
+    memcpy(buf, head, sizeof head);
+    if (head[1])
+        memcpy(buf + sizeof head, g->calls, (size_t)head[1] * sizeof *g->calls);
+    for (int r = 1; r < size; r++)
+        MPI_Send(buf, (int)bytes, MPI_BYTE, r, TAG_GUESS_REF, o->comm);
+    free(buf);
+    o->ref_told = 1;
+}
+
+/* A host writer takes the reference if it has come. */
+static void take_ref(struct mrg_store *s, struct order *o)
+{
+    struct mrg_clock_guess *g = &s->guess;
+    int flag = 0, len = 0;
+    MPI_Status st;
+    char *buf;
+    int64_t head[2];
+
+    if (o->up == MPI_COMM_NULL || o->ref_told)
+        return;
+    MPI_Iprobe(0, TAG_GUESS_REF, o->up, &flag, &st);
+    if (!flag)
+        return;
+    MPI_Get_count(&st, MPI_BYTE, &len);
+    if (!(buf = malloc(len > 0 ? (size_t)len : 1)))
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    MPI_Recv(buf, len, MPI_BYTE, 0, TAG_GUESS_REF, o->up, MPI_STATUS_IGNORE);
+    o->ref_told = 1;
+    memcpy(head, buf, sizeof head);
+    if (head[0] >= 0 && head[1] > 0 && (g->calls = malloc((size_t)head[1] * sizeof *g->calls)) != NULL) {
+        memcpy(g->calls, buf + sizeof head, (size_t)head[1] * sizeof *g->calls);
+        g->n = (size_t)head[1];
+        g->ref = (int)head[0];
+        g->on = 1;
+    }
+    free(buf);
+}
 
 /* A host writer of a sharded ingest hands the index writer each file's
  * message as it stores the file, so in list order (the index writer's
@@ -100,10 +161,13 @@ static int keep_raw(const struct order *o, struct mrg_slot *slot, const void *bu
 static int store_now(struct mrg_store *s, struct order *o, size_t i, struct mrg_slot *slot, int from,
                      struct hm_err *err)
 {
-    int rc = forward(o, slot, err), one = 1;
+    int rc = forward(o, slot, err), one = 1, size;
 
+    take_ref(s, o);
     if (rc == 0)
         rc = mrg_store_slot(s, i, slot, err);
+    MPI_Comm_size(o->comm, &size);
+    tell_ref(s, o, size, 0);
     mrg_release_slot(slot);
     if (from >= 0 && MPI_Send(&one, 1, MPI_INT, from, HM_TAG_CREDIT, o->comm) != MPI_SUCCESS && rc == 0)
         rc = hm_err_set(err, HM_EMPI, NULL, -1, "cannot reach rank %d", from);
@@ -335,13 +399,17 @@ static int receive_all(struct mrg_store *s, struct order *o, int size, uint64_t 
 /* HTAMERGE_STATS=1 prints each phase's wall time (for the benchmarks),
  * the write rate of the phase that receives and writes, and where rank
  * 0's busy time went (bench/readers.sh reads these lines). */
-static void phase_done(const char *what, double *since, const struct mrg_store *s, const struct r0_time *t)
+static void phase_done(const char *what, double *since, const struct mrg_store *s, const struct r0_time *t, int rows_too)
 {
     double now = hm_mono_s(), el = now - *since;
+    char line[640];
+    int n;
 
+    /* Each line goes out in one write: under mpirun the writers of a
+     * sharded ingest share stderr, and pieces would interleave. */
     if (getenv("HTAMERGE_STATS")) {
-        fprintf(stderr, "htamerge-stats: ingest %-22s %.3f s", what, el);
-        if (t) {
+        n = snprintf(line, sizeof line, "htamerge-stats: ingest %-22s %.3f s", what, el);
+        if (rows_too) {
             const struct mrg_ingest_stats *st = s->st;
             double rows = (double)(st->slices + st->collectives + st->counters);
             /* CPU time too: on an oversubscribed machine (simulated hosts)
@@ -351,17 +419,20 @@ static void phase_done(const char *what, double *since, const struct mrg_store *
                              ? (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec +
                                    ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) * 1e-6
                              : 0.0;
-            fprintf(stderr, " (%.0f rows, %.0f rows/s; writer busy %.3f s, %.0f rows/s busy; cpu %.3f s, %.0f "
-                    "rows/cpu-s; %s)\n", rows, el > 0 ? rows / el : 0.0, t->busy, t->busy > 0 ? rows / t->busy : 0.0,
-                    cpu, cpu > 0 ? rows / cpu : 0.0, t->role);
             size_t by_readers, read_back;
+            snprintf(line + n, sizeof line - (size_t)n, " (%.0f rows, %.0f rows/s; writer busy %.3f s, %.0f rows/s "
+                     "busy; cpu %.3f s, %.0f rows/cpu-s; %s)\n", rows, el > 0 ? rows / el : 0.0, t->busy,
+                     t->busy > 0 ? rows / t->busy : 0.0, cpu, cpu > 0 ? rows / cpu : 0.0, t->role);
+            fputs(line, stderr);
             mrg_rank_files_counts(s->rfiles, &by_readers, &read_back);
-            fprintf(stderr, "htamerge-stats: ingest rank 0: decode %.3f s, analyses %.3f s (%zu of %zu files "
-                    "analysed on rank 0), ranks of several files: %zu analysed by their reader, %zu read back "
-                    "and analysed, joined %.3f s\n", t->decode, s->analyse_s, s->analysed_here, s->nfiles,
-                    by_readers, read_back, t->join);
+            snprintf(line, sizeof line, "htamerge-stats: ingest rank 0: decode %.3f s, analyses %.3f s (%zu of %zu "
+                     "files analysed on rank 0), ranks of several files: %zu analysed by their reader, %zu read "
+                     "back and analysed, joined %.3f s\n", t->decode, s->analyse_s, s->analysed_here, s->nfiles,
+                     by_readers, read_back, t->join);
+            fputs(line, stderr);
         } else {
-            fputc('\n', stderr);
+            snprintf(line + n, sizeof line - (size_t)n, " (%s)\n", t->role);
+            fputs(line, stderr);
         }
     }
     *since = now;
@@ -377,7 +448,7 @@ static void say_goodbye(MPI_Comm comm, int size)
 /* A host writer, its readers done: tells the index writer it is done too
  * (as a reader would) and waits for its goodbye, answering nothing else
  * (the index writer sends a host writer only credits and goodbye). */
-static int up_done(struct order *o, struct hm_err *err)
+static int up_done(struct mrg_store *s, struct order *o, struct hm_err *err)
 {
     struct hm_msg_done d = {0};
     int rc = 0;
@@ -395,7 +466,10 @@ static int up_done(struct order *o, struct hm_err *err)
             MPI_Recv(&d, sizeof d, MPI_BYTE, 0, HM_TAG_DONE, o->up, MPI_STATUS_IGNORE);
             return rc;
         }
-        MPI_Recv(&c, 1, MPI_INT, 0, HM_TAG_CREDIT, o->up, MPI_STATUS_IGNORE);
+        if (st.MPI_TAG == TAG_GUESS_REF)
+            take_ref(s, o);   /* too late to guess with, but it must be taken */
+        else
+            MPI_Recv(&c, 1, MPI_INT, 0, HM_TAG_CREDIT, o->up, MPI_STATUS_IGNORE);
     }
 }
 
@@ -419,10 +493,10 @@ int mrg_ingest_mpi_run(char *const *files, size_t nfiles, const struct mrg_mpi_r
      * host, and the host writer re-times its shard to them (before_finish). */
     int host_writer = role->up != MPI_COMM_NULL;
     struct mrg_store s = {.files = files, .nfiles = nfiles, .opts = opts, .st = stats,
-                          .guess = {.on = !host_writer, .ref = -1}};
+                          .guess = {.on = !host_writer, .ref = -1}};   /* a host writer's: take_ref */
     struct xr_view view = {0};
     struct order ord = {calloc(nfiles + 1, sizeof *ord.early), calloc(nfiles + 1, sizeof *ord.from), 0,
-                        role->comm, role->up, HM_CREDIT_INITIAL};
+                        role->comm, role->up, HM_CREDIT_INITIAL, role->index, 0};
     uint64_t total = 0;
     int size;
     double t0 = hm_mono_s(), t_phase = t0;
@@ -458,10 +532,11 @@ int mrg_ingest_mpi_run(char *const *files, size_t nfiles, const struct mrg_mpi_r
     }
     free(ord.early);
     free(ord.from);
+    tell_ref(&s, &ord, size, 1);   /* before the goodbye, which host writers wait for after it */
     say_goodbye(role->comm, size);
     {
         struct hm_err uerr;
-        int r = up_done(&ord, rc ? &uerr : err);
+        int r = up_done(&s, &ord, rc ? &uerr : err);
         if (rc == 0)
             rc = r;
     }
@@ -479,7 +554,7 @@ int mrg_ingest_mpi_run(char *const *files, size_t nfiles, const struct mrg_mpi_r
     }
     t.join += hm_mono_s();
     t.busy += t.join;
-    phase_done("parse and write", &t_phase, &s, &t);
+    phase_done("parse and write", &t_phase, &s, &t, 1);
     mrg_rank_files_free(s.rfiles);
     if (rc == 0 && stats->ranks == 0)
         rc = hm_err_set(err, HM_EFORMAT, NULL, -1, "none of the %zu files could be read", nfiles);
@@ -490,16 +565,18 @@ int mrg_ingest_mpi_run(char *const *files, size_t nfiles, const struct mrg_mpi_r
     if (rc == 0 && !host_writer)
         rc = xr_finish_view(s.w, NULL, &view, err);
     xr_view_free(&view);
-    phase_done("cross-rank analyses", &t_phase, NULL, NULL);
-    if (role->before_finish)
+    phase_done("cross-rank analyses", &t_phase, &s, &t, 0);
+    if (role->before_finish) {
         rc = role->before_finish(role->ctx, s.w, rc, err);
+        phase_done(host_writer ? "clocks and re-timing" : "the shards' finish", &t_phase, &s, &t, 0);
+    }
     if (s.w) {
         if (rc == 0)
             rc = mrg_writer_finish(s.w, err);
         else
             mrg_writer_abort(s.w);
     }
-    phase_done("indexes and close", &t_phase, NULL, NULL);
+    phase_done("indexes and close", &t_phase, &s, &t, 0);
     free(s.ranks.owner);
     free(s.guess.calls);
     stats->seconds = hm_mono_s() - t0;

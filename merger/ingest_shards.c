@@ -134,8 +134,10 @@ static int list_ranks(struct host_ctx *hc, struct mrg_writer *w, struct hm_err *
     return hc->ranks ? 0 : hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
 }
 
-/* Re-times the shard's ranks to the index writer's clocks and copies its
- * clock columns, so that the shard's times are the index's. */
+/* Re-times the shard's ranks to the index writer's clocks (those it
+ * stored with the index writer's guess, as refinement found them, not at
+ * all) and copies its clock columns, so that the shard's times are the
+ * index's. */
 static int apply_clocks(struct host_ctx *hc, struct mrg_writer *w, const struct shard_clock *c, int64_t n,
                         struct hm_err *err)
 {
@@ -148,9 +150,10 @@ static int apply_clocks(struct host_ctx *hc, struct mrg_writer *w, const struct 
         if (r < 0 || r >= n || c[r].rank != r)
             rc = hm_err_set(err, HM_EFORMAT, NULL, -1, "the index writer sent no clock for rank %lld",
                             (long long)r);
-        else if (c[r].offset != 0 || c[r].slope != 0) {
+        else if (c[r].slope != 0 || llround(c[r].offset) != mrg_writer_time_shift(w, (int)r)) {
+            /* Rows at the guess this writer made (0 if none): moved to the fit. */
             m[r] = (struct mrg_lin_model){c[r].offset, c[r].slope, c[r].ref};
-            ra[r] = (struct mrg_realign_rank){0, lin_at, &m[r], NULL, &m[r]};
+            ra[r] = (struct mrg_realign_rank){mrg_writer_time_shift(w, (int)r), lin_at, &m[r], NULL, &m[r]};
         }
     }
     if (rc == 0)
