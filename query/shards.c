@@ -71,3 +71,39 @@ sqlite3 *qry_shard_open(sqlite3 *db, const char *index_path, int rank, struct hm
         return NULL;
     return qry_open(path, err);
 }
+
+int qry_shards_status(sqlite3 *db, cJSON *doc, struct hm_err *err)
+{
+    const char *index = sqlite3_db_filename(db, "main"), *slash = index ? strrchr(index, '/') : NULL;
+    sqlite3_stmt *st = NULL;
+    cJSON *arr;
+    int rc = 0;
+
+    if (qry_shard_count(db) <= 0)
+        return 0;
+    if (!(arr = cJSON_AddArrayToObject(doc, "shards")))
+        return hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
+    if (sqlite3_prepare_v2(db, "SELECT host, path, ranks, bytes FROM shards ORDER BY id", -1, &st, NULL) != SQLITE_OK)
+        return 0;
+    while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
+        const char *p = (const char *)sqlite3_column_text(st, 1);
+        char path[4096];
+        struct stat sb;
+        cJSON *o = cJSON_CreateObject();
+        if (p && p[0] != '/' && slash)
+            snprintf(path, sizeof path, "%.*s/%s", (int)(slash - index), index, p);
+        else
+            snprintf(path, sizeof path, "%s", p ? p : "");
+        if (!o || !cJSON_AddStringToObject(o, "host", (const char *)sqlite3_column_text(st, 0)) ||
+            !cJSON_AddStringToObject(o, "path", p ? p : "") ||
+            !cJSON_AddStringToObject(o, "ranks", (const char *)sqlite3_column_text(st, 2)) ||
+            !cJSON_AddStringToObject(o, "status", stat(path, &sb) != 0 ? "missing"
+                                                  : (int64_t)sb.st_size != sqlite3_column_int64(st, 3) ? "incomplete"
+                                                                                                       : "ok"))
+            rc = hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
+        if (o)
+            cJSON_AddItemToArray(arr, o);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}

@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 
+#include <cjson/cJSON.h>
 #include <sqlite3.h>
 
 #include "common/err.h"
@@ -24,5 +25,11 @@ int qry_shard_of(sqlite3 *db, const char *index_path, int rank, char *buf, size_
 
 /* qry_open of rank's shard, or NULL with err filled (as qry_shard_of). */
 sqlite3 *qry_shard_open(sqlite3 *db, const char *index_path, int rank, struct hm_err *err);
+
+/* For `report summary` of an index: adds "shards", one object per shard
+ * (host, path, ranks, status: "ok", "missing" or "incomplete"), to doc,
+ * so that a shard gone shows with its ranks. Nothing for another file.
+ * 0 or HM_ENOMEM. */
+int qry_shards_status(sqlite3 *db, cJSON *doc, struct hm_err *err);
 
 #endif

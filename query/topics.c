@@ -79,6 +79,8 @@ static int build_summary(sqlite3 *db, const struct qry_report_opts *o, cJSON *do
         rc = qry_rank_view_apply(db, &view_summary, o, doc, err);
     if (rc == 0)
         rc = qry_report_rows(db, o, hm_sql_report_summary_skipped, doc, "skipped", err);
+    if (rc == 0)   /* a sharded ingest's index: which shards are there */
+        rc = qry_shards_status(db, doc, err);
     return rc;
 }
 
