@@ -190,15 +190,22 @@ int cli_ingest(int argc, char **argv)
         opts.progress = show_progress;
         opts.progress_ctx = &prog;
     }
+    /* A shard per host needs each host's own files: a shared folder listed
+     * on every host would give every host every file. */
+    if (shards && !node_local) {
+        hm_say("ingest: --shards needs --node-local (each host's own trace folder) and mpirun");
+        return CLI_EXIT_USAGE;
+    }
     {
         struct col_launcher who;
         if (col_env_launcher(&who, NULL) == 0 && who.size > 1)
             return ingest_parallel(argc, argv, &opts, quiet, node_local, shards);
     }
     if (shards) {
-        hm_say("ingest: --shards needs mpirun with --node-local (a writer per host)");
+        hm_say("ingest: --shards needs mpirun (a writer per host)");
         return CLI_EXIT_USAGE;
     }
+
     hm_err_clear(&err);
     rc = src_kineto_list((const char *const *)argv + optind, argc - optind, &files, &nfiles, &err);
     if (rc != 0) {

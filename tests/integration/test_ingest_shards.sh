@@ -194,7 +194,9 @@ grep -q "incomplete or was replaced" inc.log || fail "grown shard: $(cat inc.log
 run_mpi 60 -n 6 ./host.sh "$H" ingest -q --node-local --shards -o "$T/few.db" syn > few.log 2>&1 && fail "host c without a reader"
 grep -q "host c has" few.log || fail "host without a reader: $(cat few.log)"
 "$H" ingest -q --shards -o x.db all-syn 2> alone.log; rc=$?
-[ $rc = 2 ] || fail "--shards without mpirun: exit $rc"
+[ $rc = 2 ] || fail "--shards without --node-local: exit $rc"
+"$H" ingest -q --node-local --shards -o x.db all-syn 2> alone.log; rc=$?
+[ $rc = 2 ] && grep -q mpirun alone.log || fail "--shards without mpirun: exit $rc, $(cat alone.log)"
 
 # A reader that dies (host b's, rank 4) ends the job: bounded, non-zero, no
 # index and no shard renamed into place.
