@@ -752,16 +752,18 @@ static int api_sql(struct qry_dbh *h, struct qry_call *c)
 
 /* The index of a sharded ingest keeps only the slices collectives and
  * steps name: the timeline and a slice are drawn from its shards
- * (shard_view.h); the search and the capture windows are not yet, and are
- * refused rather than answered from the few. */
+ * (shard_view.h), the search answers from the index (ranks, steps,
+ * collectives, NVTX ranges; slice names only of the slices it keeps), and
+ * the capture windows, drawn from every rank's last slices, are refused
+ * rather than answered from the few. */
 static int in_shards(struct qry_dbh *h, struct qry_call *c, const char *p)
 {
-    static const char *const slice_views[] = {"search", "windows"};
+    static const char *const slice_views[] = {"windows"};
 
     for (size_t i = 0; i < sizeof slice_views / sizeof *slice_views; i++)
         if (!strncmp(p, slice_views[i], strlen(slice_views[i])) && qry_shard_count(h->db) > 0) {
             reply_error(c, 501, "%.100s: this file is the index of a sharded ingest; its ranks' slices are in "
-                        "its shards (SELECT host, path, ranks FROM shards): serve a shard to search its ranks",
+                        "its shards (SELECT host, path, ranks FROM shards): serve a shard for its ranks' capture windows",
                         c->path);
             return 1;
         }

@@ -154,6 +154,8 @@ if command -v curl > /dev/null && start_server syn-one.db serve-one.err; then
         [ "$(get /api/report/stragglers body)" = 200 ] && grep -q '"straggler":[[:space:]]*3' body ||
             fail "serve index: stragglers $(head -c 300 body)"
         [ "$(get /api/heatmap sh-hm.json)" = 200 ] && cmp -s one-hm.json sh-hm.json || fail "serve index: heat map differs"
+        [ "$(get '/api/search?q=step%203' body)" = 200 ] && grep -q '"kind":[[:space:]]*"step"' body ||
+            fail "serve index: search $(head -c 300 body)"
         [ "$(get "$tl" sh-tl.json)" = 200 ] || fail "serve index: timeline $(head -c 300 sh-tl.json)"
         python3 "$SRC/tests/tools/timeline_same.py" one-tl.json sh-tl.json || fail "serve index: timeline differs"
         ids=$(python3 -c 'import json,sys
