@@ -133,6 +133,8 @@ done
 grep -q "[0-9] slices" e.log || fail "export: $(cat e.log)"
 "$H" export syn.db --ranks 1,2 -o e2.json 2> e2.log; rc=$?
 [ $rc = 2 ] && grep -q "different shards" e2.log || fail "export across shards: exit $rc, $(cat e2.log)"
+"$H" diff syn-one.db syn.db --format json > diff.json || fail "diff of the index against one ingest: exit $?"
+python3 -c 'import json; d = json.load(open("diff.json")); assert d["comparable"] is True and d["regressed"] is False, d' || fail "diff: $(head -c 300 diff.json)"
 "$H" report syn.db stragglers --method hta > /dev/null 2> hta.log && fail "stragglers --method hta answered from the index"
 grep -q "shards" hta.log || fail "stragglers --method hta: $(cat hta.log)"
 
