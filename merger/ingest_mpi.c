@@ -71,7 +71,6 @@ struct order {
  * (or none, at the latest before its goodbye), and a host writer guesses
  * against them the ranks it stores from then on. It never waits for them:
  * a rank stored before stays unshifted and is re-timed at the end. */
-enum { TAG_GUESS_REF = 203 };
 
 static void tell_ref(struct mrg_store *s, struct order *o, int size, int at_end)
 {
@@ -88,7 +87,7 @@ static void tell_ref(struct mrg_store *s, struct order *o, int size, int at_end)
     if (head[1])
         memcpy(buf + sizeof head, g->calls, (size_t)head[1] * sizeof *g->calls);
     for (int r = 1; r < size; r++)
-        MPI_Send(buf, (int)bytes, MPI_BYTE, r, TAG_GUESS_REF, o->comm);
+        MPI_Send(buf, (int)bytes, MPI_BYTE, r, HM_TAG_GUESS_REF, o->comm);
     free(buf);
     o->ref_told = 1;
 }
@@ -104,13 +103,13 @@ static void take_ref(struct mrg_store *s, struct order *o)
 
     if (o->up == MPI_COMM_NULL || o->ref_told)
         return;
-    MPI_Iprobe(0, TAG_GUESS_REF, o->up, &flag, &st);
+    MPI_Iprobe(0, HM_TAG_GUESS_REF, o->up, &flag, &st);
     if (!flag)
         return;
     MPI_Get_count(&st, MPI_BYTE, &len);
     if (!(buf = malloc(len > 0 ? (size_t)len : 1)))
         MPI_Abort(MPI_COMM_WORLD, 1);
-    MPI_Recv(buf, len, MPI_BYTE, 0, TAG_GUESS_REF, o->up, MPI_STATUS_IGNORE);
+    MPI_Recv(buf, len, MPI_BYTE, 0, HM_TAG_GUESS_REF, o->up, MPI_STATUS_IGNORE);
     o->ref_told = 1;
     memcpy(head, buf, sizeof head);
     if (head[0] >= 0 && head[1] > 0 && (g->calls = malloc((size_t)head[1] * sizeof *g->calls)) != NULL) {
@@ -399,7 +398,8 @@ static int receive_all(struct mrg_store *s, struct order *o, int size, uint64_t 
 /* HTAMERGE_STATS=1 prints each phase's wall time (for the benchmarks),
  * the write rate of the phase that receives and writes, and where rank
  * 0's busy time went (bench/readers.sh reads these lines). */
-static void phase_done(const char *what, double *since, const struct mrg_store *s, const struct r0_time *t, int rows_too)
+static void phase_done(const char *what, double *since, const struct mrg_store *s, const struct r0_time *t,
+                       int rows_too)
 {
     double now = hm_mono_s(), el = now - *since;
     char line[640];
@@ -446,8 +446,8 @@ static void say_goodbye(MPI_Comm comm, int size)
 }
 
 /* A host writer, its readers done: tells the index writer it is done too
- * (as a reader would) and waits for its goodbye, answering nothing else
- * (the index writer sends a host writer only credits and goodbye). */
+ * (as a reader would) and waits for its goodbye, taking what else comes
+ * first (credits, and the guess's reference if it had not come). */
 static int up_done(struct mrg_store *s, struct order *o, struct hm_err *err)
 {
     struct hm_msg_done d = {0};
@@ -466,7 +466,7 @@ static int up_done(struct mrg_store *s, struct order *o, struct hm_err *err)
             MPI_Recv(&d, sizeof d, MPI_BYTE, 0, HM_TAG_DONE, o->up, MPI_STATUS_IGNORE);
             return rc;
         }
-        if (st.MPI_TAG == TAG_GUESS_REF)
+        if (st.MPI_TAG == HM_TAG_GUESS_REF)
             take_ref(s, o);   /* too late to guess with, but it must be taken */
         else
             MPI_Recv(&c, 1, MPI_INT, 0, HM_TAG_CREDIT, o->up, MPI_STATUS_IGNORE);
@@ -488,9 +488,10 @@ int mrg_ingest_mpi_run(char *const *files, size_t nfiles, const struct mrg_mpi_r
     /* As the threaded ingest: clocks guessed before writing and the
      * analyses' view tapped while writing, so that the cross-rank phase
      * re-times and reads back nothing it can avoid (ingest.c). A host
-     * writer stores its ranks as they come (no guess) and runs no
-     * cross-rank analysis: the index writer fits the clocks over every
-     * host, and the host writer re-times its shard to them (before_finish). */
+     * writer guesses against the index writer's reference once it has it
+     * (take_ref) and runs no cross-rank analysis: the index writer fits the
+     * clocks over every host, and the host writer re-times its shard to them
+     * where they differ from its guesses (before_finish). */
     int host_writer = role->up != MPI_COMM_NULL;
     struct mrg_store s = {.files = files, .nfiles = nfiles, .opts = opts, .st = stats,
                           .guess = {.on = !host_writer, .ref = -1}};   /* a host writer's: take_ref */

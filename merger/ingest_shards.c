@@ -20,8 +20,6 @@
 #include "hm_sql.h"
 #include "ingest_mpi_int.h"
 
-enum { TAG_SHARD_CLOCKS = 201, TAG_SHARD_REPORT = 202 };
-
 /* One rank's clock as the index writer settled it: the model that takes
  * its rows as a host writer stored them (unshifted) to their final times,
  * and the ranks row's clock columns. */
@@ -91,12 +89,12 @@ static int recv_clocks(MPI_Comm up, struct clocks_head *h, struct shard_clock **
     int len = 0;
     char *buf;
 
-    MPI_Probe(0, TAG_SHARD_CLOCKS, up, &st);
+    MPI_Probe(0, HM_TAG_SHARD_CLOCKS, up, &st);
     MPI_Get_count(&st, MPI_BYTE, &len);
     buf = malloc(len > 0 ? (size_t)len : 1);
     if (!buf)
         MPI_Abort(MPI_COMM_WORLD, 1); /* a conversation half done cannot be unwound */
-    MPI_Recv(buf, len, MPI_BYTE, 0, TAG_SHARD_CLOCKS, up, MPI_STATUS_IGNORE);
+    MPI_Recv(buf, len, MPI_BYTE, 0, HM_TAG_SHARD_CLOCKS, up, MPI_STATUS_IGNORE);
     memcpy(h, buf, sizeof *h);
     *out = malloc((size_t)(h->n > 0 ? h->n : 1) * sizeof **out);
     if (!*out)
@@ -258,7 +256,7 @@ static int host_writer(const struct col_ingest_list *list, MPI_Comm hcomm, MPI_C
         memcpy(buf, &hc.rep, sizeof hc.rep);
         if (hc.rep.nranks)
             memcpy(buf + sizeof hc.rep, hc.ranks, (size_t)hc.rep.nranks * sizeof *hc.ranks);
-        MPI_Send(buf, (int)bytes, MPI_BYTE, 0, TAG_SHARD_REPORT, icomm);
+        MPI_Send(buf, (int)bytes, MPI_BYTE, 0, HM_TAG_SHARD_REPORT, icomm);
         free(buf);
     }
     for (size_t i = 0; names && i < list->nfiles; i++)
@@ -336,7 +334,7 @@ static void send_clocks(MPI_Comm icomm, int nhosts, const struct shard_clock *c,
     if (h.n)
         memcpy(buf + sizeof h, c, (size_t)h.n * sizeof *c);
     for (int k = 1; k < nhosts; k++)
-        MPI_Send(buf, (int)bytes, MPI_BYTE, k, TAG_SHARD_CLOCKS, icomm);
+        MPI_Send(buf, (int)bytes, MPI_BYTE, k, HM_TAG_SHARD_CLOCKS, icomm);
     free(buf);
 }
 
@@ -404,11 +402,11 @@ static int take_reports(const struct index_ctx *ic, struct mrg_writer *w, int nh
         int len = 0;
         char *buf;
         struct shard_report rep;
-        MPI_Probe(k, TAG_SHARD_REPORT, ic->icomm, &st);
+        MPI_Probe(k, HM_TAG_SHARD_REPORT, ic->icomm, &st);
         MPI_Get_count(&st, MPI_BYTE, &len);
         if (!(buf = malloc(len > 0 ? (size_t)len : 1)))
             MPI_Abort(MPI_COMM_WORLD, 1);
-        MPI_Recv(buf, len, MPI_BYTE, k, TAG_SHARD_REPORT, ic->icomm, MPI_STATUS_IGNORE);
+        MPI_Recv(buf, len, MPI_BYTE, k, HM_TAG_SHARD_REPORT, ic->icomm, MPI_STATUS_IGNORE);
         memcpy(&rep, buf, sizeof rep);
         if (rc == 0 && rep.status < 0)
             rc = hm_err_set(err, HM_EIO, NULL, -1, "the shard of host %s failed: %s", rep.host, rep.msg);
