@@ -71,6 +71,7 @@ void mrg_shard_path(const char *output, const char *host, char *buf, size_t cap)
 
 struct host_ctx {
     MPI_Comm up;
+    const char *index;    /* the index's path, for the shard's meta */
     struct shard_report rep;
     int32_t *ranks; /* owned: the shard's ranks */
 };
@@ -197,8 +198,12 @@ static int host_before_finish(void *ctx, struct mrg_writer *w, int rc, struct hm
         rc = apply_clocks(hc, w, c, h.n, err);
     if (rc == 0)
         rc = extent(hc, w, err);
+    /* The shard names its index (by file name: they move together) and host. */
     if (rc == 0)
-        rc = mrg_writer_set_meta(w, "shard_of", "index", err);
+        rc = mrg_writer_set_meta(w, "shard_of", strrchr(hc->index, '/') ? strrchr(hc->index, '/') + 1 : hc->index,
+                                 err);
+    if (rc == 0)
+        rc = mrg_writer_set_meta(w, "shard_host", hc->rep.host, err);
     free(c);
     return rc;
 }
@@ -214,7 +219,7 @@ static int host_writer(const struct col_ingest_list *list, MPI_Comm hcomm, MPI_C
 {
     char path[4096], dir[4096], line[1200];
     struct mrg_ingest_opts o = *opts;
-    struct host_ctx hc = {.up = icomm};
+    struct host_ctx hc = {.up = icomm, .index = opts->output};
     struct mrg_mpi_role role = {hcomm, icomm, 0, host_before_finish, &hc};
     char **names = calloc(list->nfiles + 1, sizeof *names);
     int rc = names ? 0 : hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");

@@ -2,7 +2,9 @@
 -- normal htamerge file per host holding every row of the host's ranks, and
 -- which shard holds each rank. Only an index has these tables (and meta
 -- key 'shards', their count); the slices it keeps are those collectives and
--- steps point to (and every slice of a batch with CUDA graph events).
+-- steps point to (and every slice of a batch with CUDA graph events). A
+-- shard's meta names its index ('shard_of', the file name) and host
+-- ('shard_host').
 CREATE TABLE shards (
     id      INTEGER PRIMARY KEY,  -- shard id
     host    TEXT,                 -- the host whose ranks it holds

@@ -94,6 +94,8 @@ for corpus in syn clk; do
         > "$corpus.log" 2>&1 || { fail "$corpus: sharded ingest"; cat "$corpus.log" >&2; continue; }
     "$H" ingest -q -o "$corpus-one.db" "all-$corpus" || fail "$corpus: single ingest"
     ls "$corpus.db.d"/*.db > /dev/null 2>&1 || fail "$corpus: no shards in $corpus.db.d"
+    [ "$(sqlite3 "$corpus.db.d/b.db" "SELECT group_concat(value, ' ') FROM (SELECT value FROM meta WHERE key IN ('shard_of', 'shard_host') ORDER BY key)")" \
+        = "b $corpus.db" ] || fail "$corpus: shard b's meta: $(sqlite3 "$corpus.db.d/b.db" 'SELECT * FROM meta')"
     [ "$(sqlite3 "$corpus.db" "SELECT group_concat(host || '=' || ranks, ' ') FROM (SELECT * FROM shards ORDER BY id)")" \
         = "a=0,1 b=2,3 c=4,5" ] || fail "$corpus: shards table: $(sqlite3 "$corpus.db" 'SELECT * FROM shards')"
     # Reports from the index alone.
