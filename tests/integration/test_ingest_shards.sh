@@ -201,6 +201,14 @@ printf 'x' >> syn.db.d/c.db
 "$H" sql syn.db --rank 5 "SELECT 1" > /dev/null 2> inc.log && fail "a grown shard was read"
 grep -q "incomplete or was replaced" inc.log || fail "grown shard: $(cat inc.log)"
 
+# A host without files writes no shard; the others' are indexed.
+mkdir -p a/part b/part c/part
+cp a/syn/* a/part/; cp b/syn/* b/part/
+run_mpi 120 -n 7 ./host.sh "$H" ingest -q --node-local --shards -o "$T/part.db" part > part.log 2>&1 ||
+    { fail "a host without files"; cat part.log >&2; }
+[ "$(sqlite3 part.db "SELECT group_concat(host || '=' || ranks, ' ') FROM shards")" = "a=0,1 b=2,3" ] && [ ! -e part.db.d/c.db ] ||
+    fail "a host without files: $(sqlite3 part.db 'SELECT * FROM shards'; ls part.db.d)"
+
 # A host without a reader fails by name; --shards alone is refused.
 run_mpi 60 -n 6 ./host.sh "$H" ingest -q --node-local --shards -o "$T/few.db" syn > few.log 2>&1 && fail "host c without a reader"
 grep -q "host c has" few.log || fail "host without a reader: $(cat few.log)"
