@@ -293,6 +293,10 @@ int cli_sql(int argc, char **argv)
         hm_say("%s", hm_err_line(&err, line, sizeof line));
         return CLI_EXIT_FAIL;
     }
+    /* Not silently partial: an index's slices are the few it keeps. */
+    if (rank < 0 && strcasestr(argv[optind + 1], "slices") && qry_shard_count(db) > 0)
+        hm_say("sql: note: %s is the index of a sharded ingest; its slices table holds only the slices "
+               "collectives and steps name (--rank R queries the shard of rank R)", argv[optind]);
     rc = qry_sql_run(db, argv[optind + 1], &lim, &doc, &err);
     sqlite3_close(db);
     if (rc != 0) {

@@ -125,7 +125,9 @@ done
 [ "$(sql1 clk.db "SELECT count(*) FROM ranks WHERE clock_method = 'collectives' AND clock_drift_ppm <> 0")" -ge 4 ] ||
     fail "clk: refinement re-timed no rank: $(sqlite3 clk.db 'SELECT rank, clock_method, clock_drift_ppm FROM ranks')"
 
-# sql --rank and export --ranks read the rank's shard.
+# sql on the index says its slices are partial; --rank reads the rank's shard.
+"$H" sql syn.db "SELECT count(*) FROM slices" > /dev/null 2> note.log || fail "sql on the index"
+grep -q "index of a sharded ingest" note.log || fail "sql on the index: no note: $(cat note.log)"
 [ "$(sql1 syn.db "SELECT count(*) FROM slices" )" != \
   "$("$H" sql syn.db --rank 4 "SELECT count(*) FROM slices" --format csv | tail -n 1)" ] || fail "sql --rank: the index"
 [ "$("$H" sql syn.db --rank 4 "SELECT count(*) FROM slices s JOIN tracks t ON t.id = s.track WHERE t.rank = 4" --format csv | tail -n 1)" \
