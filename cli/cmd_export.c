@@ -15,6 +15,7 @@
 
 #include "cli.h"
 #include "query/export.h"
+#include "query/shards.h"
 #include "query/report.h"
 
 #ifndef HTAMERGE_VERSION
@@ -109,6 +110,125 @@ static void report_done(const struct export_args *a, const struct qry_export_sta
             (long long)st->launch_flows, (long long)st->collective_flows, (long long)st->counters);
 }
 
+/* A rank of a sharded ingest's export and its shard. */
+struct shard_rank {
+    int rank, shard;
+};
+
+/* The ranks to export from the index db, by shard (then rank): those asked
+ * for, else every rank. *out owned. 0, or HM_EINVAL naming a rank in no
+ * shard, or HM_ESQL. */
+static int shard_ranks(const struct export_args *a, sqlite3 *db, struct shard_rank **out, int *n, struct hm_err *err)
+{
+    sqlite3_stmt *st = NULL;
+    struct shard_rank *v = NULL;
+    int cap = 0, found = 0, rc = 0;
+
+    *n = 0;
+    if (sqlite3_prepare_v2(db, "SELECT rank, shard FROM rank_shards ORDER BY shard, rank", -1, &st, NULL) != SQLITE_OK)
+        return hm_err_set(err, HM_ESQL, a->db, -1, "%s", sqlite3_errmsg(db));
+    while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
+        int r = sqlite3_column_int(st, 0), want = !a->o.ranks;
+        for (int i = 0; !want && i < a->o.nranks; i++)
+            want = a->o.ranks[i] == r;
+        if (!want)
+            continue;
+        if (*n == cap) {
+            struct shard_rank *g = realloc(v, (size_t)(cap = cap * 2 + 16) * sizeof *v);
+            if (!g) {
+                rc = hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
+                break;
+            }
+            v = g;
+        }
+        v[(*n)++] = (struct shard_rank){r, sqlite3_column_int(st, 1)};
+    }
+    sqlite3_finalize(st);
+    for (int i = 0; rc == 0 && a->o.ranks && i < a->o.nranks; i++) {
+        found = 0;
+        for (int k = 0; k < *n && !found; k++)
+            found = v[k].rank == a->o.ranks[i];
+        if (!found)
+            rc = hm_err_set(err, HM_EINVAL, a->db, -1, "rank %d is in no shard of this index", a->o.ranks[i]);
+    }
+    if (rc == 0 && *n == 0)
+        rc = hm_err_set(err, HM_EINVAL, a->db, -1, "the index lists no rank in a shard");
+    if (rc)
+        free(v);
+    else
+        *out = v;
+    return rc;
+}
+
+static void add_stats(struct qry_export_stats *sum, const struct qry_export_stats *st)
+{
+    sum->slices += st->slices;
+    sum->moved_slices += st->moved_slices;
+    sum->launch_flows += st->launch_flows;
+    sum->collective_flows += st->collective_flows;
+    sum->counters += st->counters;
+    sum->processes += st->processes;
+    sum->threads += st->threads;
+}
+
+/* The index of a sharded ingest keeps few slices: the ranks asked for (all
+ * without --ranks) are exported from their shards in turn, one document
+ * with one origin, the parts' pids, tids and flow ids apart. The arrows
+ * across ranks (collective flows) are the index's and are not drawn. A
+ * missing or incomplete shard fails, naming it. */
+static int export_shards(const struct export_args *a, sqlite3 *index, FILE *f, struct qry_export_stats *sum,
+                         struct hm_err *err)
+{
+    struct shard_rank *v = NULL;
+    int n = 0, rc = shard_ranks(a, index, &v, &n, err), *sub = NULL, k = 0;
+    struct qry_export_part part = {.ranks_all = a->o.ranks, .nranks_all = a->o.nranks, .before = sum};
+    int64_t origin = INT64_MAX;
+
+    memset(sum, 0, sizeof *sum);
+    if (rc == 0 && !(sub = malloc((size_t)n * sizeof *sub)))
+        rc = hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
+    for (int i = 0; rc == 0 && !a->o.absolute && i < n; i++) {   /* the parts' origin: their least */
+        sqlite3 *db;
+        int64_t o;
+        if (i > 0 && v[i].shard == v[i - 1].shard)
+            continue;
+        if (!(db = qry_shard_open(index, a->db, v[i].rank, err)))
+            rc = err->code ? err->code : HM_EIO;
+        else if ((rc = qry_export_origin(db, &o, err)) == 0 && o < origin)
+            origin = o;
+        sqlite3_close(db);
+    }
+    part.origin_ns = origin == INT64_MAX ? 0 : origin;
+    for (int i = 0, end; rc == 0 && i < n; i = end, k++) {
+        struct qry_export_opts o = a->o;
+        struct qry_export_stats st;
+        sqlite3 *db;
+        int m = 0;
+        for (end = i; end < n && v[end].shard == v[i].shard; end++)
+            sub[m++] = v[end].rank;
+        o.ranks = sub;
+        o.nranks = m;
+        o.part = &part;
+        part.head = i == 0;
+        part.tail = end == n;
+        part.more = sum->processes + sum->slices + sum->counters > 0;
+        part.tid_base = (int64_t)(k + 1) << 24;   /* above every pid, apart from the other parts' */
+        if (!(db = qry_shard_open(index, a->db, v[i].rank, err))) {
+            rc = err->code ? err->code : HM_EIO;
+            break;
+        }
+        rc = qry_export_chrome(db, &o, f, &st, err);
+        sqlite3_close(db);
+        add_stats(sum, &st);
+        part.pid_base += st.pids;
+        part.flow_base += st.flows;
+    }
+    sum->origin_ns = a->o.absolute ? 0 : part.origin_ns;
+    free(v);
+    free(sub);
+    return rc;
+}
+
 static int run_export(struct export_args *a)
 {
     static char buf[1 << 20];
@@ -134,7 +254,7 @@ static int run_export(struct export_args *a)
         return CLI_EXIT_FAIL;
     }
     setvbuf(f, buf, _IOFBF, sizeof buf);
-    rc = qry_export_chrome(db, &a->o, f, &st, &err);
+    rc = qry_shard_count(db) > 0 ? export_shards(a, db, f, &st, &err) : qry_export_chrome(db, &a->o, f, &st, &err);
     sqlite3_close(db);
     if (rc == HM_EIO)
         snprintf(err.file, sizeof err.file, "%s", a->out ? a->out : "<stdout>");

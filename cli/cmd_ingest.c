@@ -12,12 +12,13 @@
 #include "collector/ingest_send.h"
 #include "collector/launcher_env.h"
 #include "merger/ingest.h"
+#include "merger/ingest_shards.h"
 #include "common/monotime.h"
 
 #include <mpi.h>
 
 static const char ingest_help[] =
-    "usage: htamerge ingest [-o FILE.db] [--keep-going] [-j N] [--node-local] PATH...\n"
+    "usage: htamerge ingest [-o FILE.db] [--keep-going] [-j N] [--node-local [--shards]] PATH...\n"
     "\n"
     "Reads Kineto (torch.profiler) traces, .json or .json.gz, from the files and\n"
     "folders given (folders are searched recursively), and writes one SQLite file\n"
@@ -36,6 +37,12 @@ static const char ingest_help[] =
     "      --node-local      under mpirun: every host has its own PATH (node-local\n"
     "                        disks); each host's ranks read its files, stored as\n"
     "                        HOST:PATH (host: $HTAMERGE_HOSTNAME, else its name)\n"
+    "      --shards          with --node-local: one file per host, FILE.db.d/HOST.db,\n"
+    "                        written by the host's first rank other than rank 0\n"
+    "                        (the rest read), plus the index FILE.db (per-rank and\n"
+    "                        cross-rank tables) written by rank 0: the writing grows\n"
+    "                        with the hosts. report/serve/sql/export read the index\n"
+    "                        and open the shards of the ranks asked for\n"
     "  -q, --quiet           no progress output\n"
     "  -h, --help            this text\n"
     "\n"
@@ -53,7 +60,8 @@ static const char ingest_help[] =
     "  htamerge ingest -o run.db rank-0.pt.trace.json.gz rank-1.pt.trace.json.gz\n"
     "  htamerge ingest -k -o run.db ./traces        # skip unreadable files; exit 3 then\n"
     "  mpirun -n 9 htamerge ingest -o run.db ./traces  # 8 parser ranks + the writer\n"
-    "  mpirun -n 16 --map-by ppr:4:node htamerge ingest --node-local -o run.db /scratch/traces\n";
+    "  mpirun -n 16 --map-by ppr:4:node htamerge ingest --node-local -o run.db /scratch/traces\n"
+    "  mpirun -n 16 --map-by ppr:4:node htamerge ingest --node-local --shards -o run.db /scratch/traces\n";
 
 struct progress {
     int tty;
@@ -100,7 +108,8 @@ static const char *default_output(void)
 }
 
 /* `mpirun -n N htamerge ingest`: ranks > 0 read, rank 0 merges. */
-static int ingest_parallel(int argc, char **argv, const struct mrg_ingest_opts *opts, int quiet, int node_local)
+static int ingest_parallel(int argc, char **argv, const struct mrg_ingest_opts *opts, int quiet, int node_local,
+                           int shards)
 {
     struct mrg_ingest_stats st;
     struct col_ingest_list list;
@@ -111,20 +120,27 @@ static int ingest_parallel(int argc, char **argv, const struct mrg_ingest_opts *
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    rc = col_ingest_list_share((const char *const *)argv + optind, argc - optind, node_local, &list, &err);
+    if (shards)
+        rc = col_ingest_list_share_sharded((const char *const *)argv + optind, argc - optind, &list, &err);
+    else
+        rc = col_ingest_list_share((const char *const *)argv + optind, argc - optind, node_local, &list, &err);
     if (rc != 0) {
         if (err.code)
             hm_say("rank %d: %s", rank, hm_err_line(&err, line, sizeof line));
         MPI_Finalize();
         return CLI_EXIT_FAIL;
     }
-    if (rank == 0)
+    if (shards)
+        rc = mrg_ingest_sharded(&list, opts, &st, &err);
+    else if (rank == 0)
         rc = mrg_ingest_mpi_merge(list.files, list.nfiles, size, opts, &st, &err);
     else
         rc = col_ingest_send(&list, opts->keep_args, &err);
     col_ingest_list_free(&list);
     if (rc != 0)
         hm_say("rank %d: %s", rank, hm_err_line(&err, line, sizeof line));
+    else if (rank == 0 && !quiet && shards)
+        fprintf(stderr, "htamerge: wrote %s (index) and its shards in %s.d\n", opts->output, opts->output);
     else if (rank == 0 && !quiet)
         fprintf(stderr, "htamerge: wrote %s (%d reader ranks)\n", opts->output, size - 1);
     MPI_Finalize();
@@ -139,14 +155,15 @@ int cli_ingest(int argc, char **argv)
         {"output", required_argument, 0, 'o'}, {"keep-going", no_argument, 0, 'k'},
         {"jobs", required_argument, 0, 'j'},   {"no-args", no_argument, 0, 'A'},
         {"quiet", no_argument, 0, 'q'},        {"help", no_argument, 0, 'h'},
-        {"node-local", no_argument, 0, 'N'},   {0, 0, 0, 0}};
+        {"node-local", no_argument, 0, 'N'},   {"shards", no_argument, 0, 'S'},
+        {0, 0, 0, 0}};
     struct mrg_ingest_opts opts = {.keep_args = 1};
     struct progress prog = {.tty = isatty(2), .last = hm_mono_s()};
     struct mrg_ingest_stats st;
     struct hm_err err;
     char **files = NULL, line[1400];
     size_t nfiles = 0;
-    int c, quiet = 0, node_local = 0, rc;
+    int c, quiet = 0, node_local = 0, shards = 0, rc;
 
     opts.command_line = cli_command_line(argc, argv);
     optind = 1;
@@ -158,6 +175,7 @@ int cli_ingest(int argc, char **argv)
         case 'A': opts.keep_args = 0; break;
         case 'q': quiet = 1; break;
         case 'N': node_local = 1; break;
+        case 'S': shards = 1; break;
         case 'h': fputs(ingest_help, stdout); return CLI_EXIT_OK;
         default: fputs(ingest_help, stderr); return CLI_EXIT_USAGE;
         }
@@ -172,11 +190,22 @@ int cli_ingest(int argc, char **argv)
         opts.progress = show_progress;
         opts.progress_ctx = &prog;
     }
+    /* A shard per host needs each host's own files: a shared folder listed
+     * on every host would give every host every file. */
+    if (shards && !node_local) {
+        hm_say("ingest: --shards needs --node-local (each host's own trace folder) and mpirun");
+        return CLI_EXIT_USAGE;
+    }
     {
         struct col_launcher who;
         if (col_env_launcher(&who, NULL) == 0 && who.size > 1)
-            return ingest_parallel(argc, argv, &opts, quiet, node_local);
+            return ingest_parallel(argc, argv, &opts, quiet, node_local, shards);
     }
+    if (shards) {
+        hm_say("ingest: --shards needs mpirun (a writer per host)");
+        return CLI_EXIT_USAGE;
+    }
+
     hm_err_clear(&err);
     rc = src_kineto_list((const char *const *)argv + optind, argc - optind, &files, &nfiles, &err);
     if (rc != 0) {

@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "query/report.h"
+#include "query/shards.h"
 #include "query/sql_guard.h"
 #include "query/topics.h"
 
@@ -190,7 +191,7 @@ int cli_report(int argc, char **argv)
 }
 
 static const char sql_help[] =
-    "usage: htamerge sql FILE.db \"SELECT ...\" [--format table|json|csv]\n"
+    "usage: htamerge sql FILE.db \"SELECT ...\" [--format table|json|csv] [--rank R]\n"
     "\n"
     "Runs one read-only statement. The file is opened read-only and only reads\n"
     "are allowed; results are limited in rows and time. Tables and views are\n"
@@ -200,9 +201,14 @@ static const char sql_help[] =
     "\n"
     "options:\n"
     "  -f, --format F   table (default), json or csv\n"
+    "  -r, --rank R     FILE.db is the index of a sharded ingest (`ingest --shards`):\n"
+    "                   run the statement on the shard that holds rank R (its host's\n"
+    "                   ranks, every slice) instead of the index (per-rank and\n"
+    "                   cross-rank tables, only the slices collectives and steps name)\n"
     "\n"
     "examples:\n"
     "  htamerge sql run.db 'SELECT rank, idle_pct FROM v_temporal'\n"
+    "  htamerge sql run.db --rank 17 'SELECT count(*) FROM slices'\n"
     "  htamerge sql run.db 'SELECT * FROM v_stragglers' --format csv > stragglers.csv\n"
     "  htamerge sql run.db \"SELECT name FROM sqlite_schema WHERE type = 'view'\"\n";
 
@@ -235,14 +241,15 @@ static int statement_last(int argc, char **argv, char **av)
 int cli_sql(int argc, char **argv)
 {
     static const struct option longopts[] = {
-        {"format", required_argument, 0, 'f'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+        {"format", required_argument, 0, 'f'}, {"help", no_argument, 0, 'h'}, {"rank", required_argument, 0, 'r'},
+        {0, 0, 0, 0}};
     enum qry_format fmt = QRY_FORMAT_TABLE;
     struct qry_sql_limits lim = {.max_rows = 100000, .max_ms = 30000};
     struct hm_err err;
     char line[1400];
     cJSON *doc = NULL;
     sqlite3 *db;
-    int c, rc;
+    int c, rc, rank = -1;
 
     char *av[16];
 
@@ -253,11 +260,17 @@ int cli_sql(int argc, char **argv)
     argc = statement_last(argc, argv, av);
     argv = av;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "f:h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "f:hr:", longopts, NULL)) != -1) {
         switch (c) {
         case 'f':
             if (cli_parse_format(optarg, &fmt)) {
                 hm_say("sql: unknown format '%s'", optarg);
+                return CLI_EXIT_USAGE;
+            }
+            break;
+        case 'r':
+            if (cli_parse_int(optarg, 0, 1 << 20, &rank)) {
+                hm_say("sql: --rank takes a rank number, not '%s'", optarg);
                 return CLI_EXIT_USAGE;
             }
             break;
@@ -271,10 +284,19 @@ int cli_sql(int argc, char **argv)
     }
     hm_err_clear(&err);
     db = qry_open(argv[optind], &err);
+    if (db && rank >= 0) {
+        sqlite3 *shard = qry_shard_open(db, argv[optind], rank, &err);
+        sqlite3_close(db);
+        db = shard;
+    }
     if (!db) {
         hm_say("%s", hm_err_line(&err, line, sizeof line));
         return CLI_EXIT_FAIL;
     }
+    /* Not silently partial: an index's slices are the few it keeps. */
+    if (rank < 0 && strcasestr(argv[optind + 1], "slices") && qry_shard_count(db) > 0)
+        hm_say("sql: note: %s is the index of a sharded ingest; its slices table holds only the slices "
+               "collectives and steps name (--rank R queries the shard of rank R)", argv[optind]);
     rc = qry_sql_run(db, argv[optind + 1], &lim, &doc, &err);
     sqlite3_close(db);
     if (rc != 0) {

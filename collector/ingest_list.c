@@ -129,7 +129,8 @@ static int judge(const struct host_note *notes, const char *names, int size, siz
         if (notes[j].n > 0 && notes[j].readers == 0)
             return hm_err_set(err, HM_EINVAL, NULL, -1,
                               "host %s has %lld trace files but no rank to read them (rank 0 only "
-                              "writes): start another rank there",
+                              "writes; with --shards, so does each host's first other rank): start "
+                              "another rank there",
                               h, notes[j].n);
     }
     if (total == 0)
@@ -187,7 +188,8 @@ static int unite(struct col_ingest_list *out, struct host_note mine, const char 
     return rc;
 }
 
-static int node_local(const char *const *paths, int npaths, struct col_ingest_list *out, struct hm_err *err)
+static int node_local(const char *const *paths, int npaths, int sharded, struct col_ingest_list *out,
+                      struct hm_err *err)
 {
     struct host_note mine = {0, 0, 0};
     int rank, size, hrank, hsize, color = 0, rc;
@@ -208,12 +210,18 @@ static int node_local(const char *const *paths, int npaths, struct col_ingest_li
     if (hrank == 0)
         n = list_here(paths, npaths, out, err);
     n = bcast_list(host, &out->files, &out->nfiles, n);
-    /* Rank 0 only writes: on its host the other ranks read. */
-    out->first = (size_t)(hrank - (color == 0));
-    out->step = (size_t)(hsize - (color == 0));
-    if (hrank == 0)
-        mine = (struct host_note){n, n > 0 ? (long long)join(out->files, out->nfiles, out->host, NULL) : 0,
-                                  hsize - (color == 0)};
+    /* Rank 0 only writes: on its host the other ranks read. Sharded, the
+     * host's first other rank writes its shard and the rest read. */
+    {
+        int skip = (color == 0) + sharded;
+        out->host_color = color;
+        out->shard_writer = sharded && hrank == (color == 0);
+        out->first = out->shard_writer || hrank < skip ? 0 : (size_t)(hrank - skip);
+        out->step = out->shard_writer || hrank < skip || hsize <= skip ? 0 : (size_t)(hsize - skip);
+        if (hrank == 0)
+            mine = (struct host_note){n, n > 0 ? (long long)join(out->files, out->nfiles, out->host, NULL) : 0,
+                                      hsize > skip ? hsize - skip : 0};
+    }
     rc = unite(out, mine, names, err);
     MPI_Comm_free(&host);
     free(names);
@@ -243,13 +251,20 @@ int col_ingest_list_share(const char *const *paths, int npaths, int node_local_d
 
     memset(out, 0, sizeof *out);
     hm_err_clear(err);
-    rc = node_local_dirs ? node_local(paths, npaths, out, err) : shared(paths, npaths, out, err);
+    rc = node_local_dirs ? node_local(paths, npaths, node_local_dirs > 1, out, err)
+                         : shared(paths, npaths, out, err);
     if (rc) {
         col_ingest_list_free(out);
         memset(out, 0, sizeof *out);
         return rc < 0 ? rc : HM_EIO;
     }
     return 0;
+}
+
+int col_ingest_list_share_sharded(const char *const *paths, int npaths, struct col_ingest_list *out,
+                                  struct hm_err *err)
+{
+    return col_ingest_list_share(paths, npaths, 2, out, err);
 }
 
 void col_ingest_list_free(struct col_ingest_list *l)

@@ -18,6 +18,8 @@ struct col_ingest_list {
     size_t first, step; /* a reader reads groups first, first + step, ... of files
                          * (col_ingest_group_end), all the files of each */
     char host[64];      /* node-local: the prefix of every name ("host:path"); else "" */
+    int host_color;     /* node-local: which host (the index of its first rank) */
+    int shard_writer;   /* sharded: this rank writes its host's shard (files: the host's) */
 };
 
 /* Collective over MPI_COMM_WORLD. Shared folders (node_local 0): rank 0
@@ -30,6 +32,13 @@ struct col_ingest_list {
  * the ranks that know (err->code 0 on the others). */
 int col_ingest_list_share(const char *const *paths, int npaths, int node_local, struct col_ingest_list *out,
                           struct hm_err *err);
+
+/* Node-local listing for a sharded ingest (merger/ingest_shards.h): the
+ * same, but on each host its first rank other than rank 0 writes the
+ * host's shard and does not read (shard_writer, the host's paths in
+ * files), so a host with files needs two ranks besides rank 0. */
+int col_ingest_list_share_sharded(const char *const *paths, int npaths, struct col_ingest_list *out,
+                                  struct hm_err *err);
 
 void col_ingest_list_free(struct col_ingest_list *l);
 

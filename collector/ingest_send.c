@@ -19,6 +19,7 @@
 #include "common/clockhook.h"
 #include "ingest_join.h"
 #include "ingest_msg.h"
+#include "link_comm.h"
 #include "transport.h"
 
 static int report_failure(const char *path, const struct hm_err *e)
@@ -30,7 +31,7 @@ static int report_failure(const char *path, const struct hm_err *e)
     m.offset = e->offset;
     snprintf(m.file, sizeof m.file, "%s", path);
     snprintf(m.msg, sizeof m.msg, "%s", e->msg);
-    return MPI_Send(&m, sizeof m, MPI_BYTE, 0, HM_TAG_FILE_ERROR, MPI_COMM_WORLD) == MPI_SUCCESS ? 0 : HM_EMPI;
+    return MPI_Send(&m, sizeof m, MPI_BYTE, 0, HM_TAG_FILE_ERROR, col_link_comm()) == MPI_SUCCESS ? 0 : HM_EMPI;
 }
 
 /* Pumps the link until its backlog is below limit (or fin). */

@@ -1,6 +1,7 @@
 /* Collector side of the MPI protocol: a queue of encoded batches sent with
  * MPI_Isend while credits last; sync rounds answered from the poll loop. */
 #include "transport.h"
+#include "link_comm.h"
 
 #include <mpi.h>
 #include <stdlib.h>
@@ -109,11 +110,11 @@ static int answer_sync(struct col_link *l, const struct hm_msg_sync *start)
 {
     struct hm_msg_sync ping, pong = {HM_SYNC_PONG, 0, 0};
     for (int64_t i = 0; i < start->count; i++) {
-        if (MPI_Recv(&ping, sizeof ping, MPI_BYTE, 0, HM_TAG_SYNC, MPI_COMM_WORLD, MPI_STATUS_IGNORE) !=
+        if (MPI_Recv(&ping, sizeof ping, MPI_BYTE, 0, HM_TAG_SYNC, col_link_comm(), MPI_STATUS_IGNORE) !=
             MPI_SUCCESS)
             return HM_EMPI;
         pong.t = hm_clock_now(l->hook);
-        if (MPI_Send(&pong, sizeof pong, MPI_BYTE, 0, HM_TAG_SYNC, MPI_COMM_WORLD) != MPI_SUCCESS)
+        if (MPI_Send(&pong, sizeof pong, MPI_BYTE, 0, HM_TAG_SYNC, col_link_comm()) != MPI_SUCCESS)
             return HM_EMPI;
     }
     return 0;
@@ -126,28 +127,28 @@ static int control(struct col_link *l, int *fin, struct hm_err *err)
     int flag = 1;
 
     while (flag) {
-        MPI_Iprobe(0, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &st);
+        MPI_Iprobe(0, MPI_ANY_TAG, col_link_comm(), &flag, &st);
         if (!flag)
             break;
         if (st.MPI_TAG == HM_TAG_CREDIT) {
             int c;
-            MPI_Recv(&c, 1, MPI_INT, 0, HM_TAG_CREDIT, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Recv(&c, 1, MPI_INT, 0, HM_TAG_CREDIT, col_link_comm(), MPI_STATUS_IGNORE);
             l->credits += c;
         } else if (st.MPI_TAG == HM_TAG_SYNC) {
             struct hm_msg_sync s;
-            MPI_Recv(&s, sizeof s, MPI_BYTE, 0, HM_TAG_SYNC, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Recv(&s, sizeof s, MPI_BYTE, 0, HM_TAG_SYNC, col_link_comm(), MPI_STATUS_IGNORE);
             if (s.kind == HM_SYNC_START && answer_sync(l, &s) != 0)
                 return hm_err_set(err, HM_EMPI, NULL, -1, "clock sync with rank 0 failed");
         } else if (st.MPI_TAG == HM_TAG_PLAN) {
             struct hm_capture_plan p;
-            MPI_Recv(&p, sizeof p, MPI_BYTE, 0, HM_TAG_PLAN, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Recv(&p, sizeof p, MPI_BYTE, 0, HM_TAG_PLAN, col_link_comm(), MPI_STATUS_IGNORE);
             if (p.id >= l->plan.id) {   /* one sender, in order; never go back */
                 l->plan = p;
                 l->plan_new = 1;
             }
         } else if (st.MPI_TAG == HM_TAG_DONE) {
             struct hm_msg_done d;
-            MPI_Recv(&d, sizeof d, MPI_BYTE, 0, HM_TAG_DONE, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Recv(&d, sizeof d, MPI_BYTE, 0, HM_TAG_DONE, col_link_comm(), MPI_STATUS_IGNORE);
             *fin = 1;
         } else {
             return hm_err_set(err, HM_EMPI, NULL, -1, "unexpected message tag %d from rank 0", st.MPI_TAG);
@@ -180,7 +181,7 @@ int col_link_step(struct col_link *l, int *fin, struct hm_err *err)
         struct outmsg *m = &l->q[(l->head + i) % l->cap];
         if (m->sent)
             continue;
-        if (MPI_Isend(m->buf, (int)m->len, MPI_BYTE, 0, HM_TAG_BATCH, MPI_COMM_WORLD, &m->req) !=
+        if (MPI_Isend(m->buf, (int)m->len, MPI_BYTE, 0, HM_TAG_BATCH, col_link_comm(), &m->req) !=
             MPI_SUCCESS)
             return hm_err_set(err, HM_EMPI, NULL, -1, "sending a batch to rank 0 failed");
         m->sent = 1;
@@ -200,7 +201,7 @@ int col_link_done(struct col_link *l, const struct hm_msg_done *d, struct hm_err
         return 1;
     if (l->n)
         return 0;
-    if (MPI_Send(d, sizeof *d, MPI_BYTE, 0, HM_TAG_DONE, MPI_COMM_WORLD) != MPI_SUCCESS)
+    if (MPI_Send(d, sizeof *d, MPI_BYTE, 0, HM_TAG_DONE, col_link_comm()) != MPI_SUCCESS)
         return hm_err_set(err, HM_EMPI, NULL, -1, "sending DONE to rank 0 failed");
     l->done_sent = 1;
     return 1;
@@ -216,7 +217,7 @@ int col_link_progress(struct col_link *l, int64_t step_now, int64_t step_ns, int
     if (step_now < 0 || step_now == l->progress_step || l->done_sent ||
         (l->progress_ns && now_ns - l->progress_ns < PROGRESS_EVERY_NS))
         return 0;
-    if (MPI_Send(&p, sizeof p, MPI_BYTE, 0, HM_TAG_PROGRESS, MPI_COMM_WORLD) != MPI_SUCCESS)
+    if (MPI_Send(&p, sizeof p, MPI_BYTE, 0, HM_TAG_PROGRESS, col_link_comm()) != MPI_SUCCESS)
         return hm_err_set(err, HM_EMPI, NULL, -1, "sending this rank's step to rank 0 failed");
     l->progress_step = step_now;
     l->progress_ns = now_ns;
@@ -230,4 +231,16 @@ int col_link_take_plan(struct col_link *l, struct hm_capture_plan *p)
     *p = l->plan;
     l->plan_new = 0;
     return 1;
+}
+
+static MPI_Comm link_comm = MPI_COMM_NULL;
+
+void col_link_set_comm(MPI_Comm c)
+{
+    link_comm = c;
+}
+
+MPI_Comm col_link_comm(void)
+{
+    return link_comm == MPI_COMM_NULL ? MPI_COMM_WORLD : link_comm;
 }

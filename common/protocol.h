@@ -19,6 +19,13 @@
  * readers analyse what they parse, so rank 0 only decodes and writes. The
  * live run sends none.
  *
+ * A sharded ingest (merger/ingest_shards.h) talks the same between a
+ * host's readers and its host writer, and between the host writers and
+ * rank 0 (the index writer), which also sends HM_TAG_GUESS_REF (its clock
+ * guess's reference calls), and at the end HM_TAG_SHARD_CLOCKS (every
+ * rank's final clock); the host writers answer HM_TAG_SHARD_REPORT (their
+ * shard, written or not). Both ends are the same htamerge: not durable.
+ *
  * Flow control: a collector may have at most HM_CREDIT_INITIAL batches in
  * flight; the merger returns one credit per batch it has written, so a slow
  * merger slows the senders instead of growing its memory. */
@@ -36,6 +43,9 @@ enum {
     HM_TAG_FILE_ERROR = 106,
     HM_TAG_PLAN = 107,
     HM_TAG_PROGRESS = 108,
+    HM_TAG_GUESS_REF = 109,
+    HM_TAG_SHARD_CLOCKS = 110,
+    HM_TAG_SHARD_REPORT = 111,
 };
 
 enum { HM_CREDIT_INITIAL = 4 };

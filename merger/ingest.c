@@ -155,13 +155,6 @@ static void count_batch(struct mrg_ingest_stats *st, const struct hm_batch *b, c
  * before deciding anything and re-times only ranks guessed wrong, so a
  * wrong guess costs what refinement cost without one. */
 
-struct mrg_guess_call {
-    uint64_t key;        /* which call across ranks */
-    uint64_t group;      /* unkeyed: hash of (pg, op, size, step); 0 keyed */
-    int64_t enter, exit; /* aligned ns as written without a shift */
-    size_t idx;          /* collectives index: order among equal enters */
-};
-
 static int cmp_guess_order(const void *pa, const void *pb)
 {
     const struct mrg_guess_call *a = pa, *b = pb;
@@ -335,6 +328,8 @@ void mrg_release_slot(struct mrg_slot *s)
 {
     hm_batch_free(s->batch);
     s->batch = NULL;
+    free(s->raw);
+    s->raw = NULL;
     an_rank_result_clear(&s->res[0]);
     an_rank_result_clear(&s->res[1]);
 }

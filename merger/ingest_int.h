@@ -4,6 +4,7 @@
 #define HM_MERGER_INGEST_INT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "analysis/hta.h"
 #include "common/batch.h"
@@ -18,12 +19,23 @@ struct mrg_slot {
     int analysed;                 /* res is filled */
     int rc;                       /* reading it failed: err says why */
     struct hm_err err;
+    uint8_t *raw;                 /* owned: a host writer's copy of the message, to forward */
+    size_t raw_len;
+    int raw_tag;
 };
 
 /* Rank bookkeeping for duplicate detection: rank -> file index + 1. */
 struct rank_map {
     size_t *owner;
     size_t cap;
+};
+
+/* One NxN collective call of a rank, as the clock guess matches them. */
+struct mrg_guess_call {
+    uint64_t key;        /* which call across ranks */
+    uint64_t group;      /* unkeyed: hash of (pg, op, size, step); 0 keyed */
+    int64_t enter, exit; /* aligned ns as written without a shift */
+    size_t idx;          /* collectives index: order among equal enters */
 };
 
 /* Offline ingest's guess of each rank's collective-based clock correction,

@@ -468,7 +468,7 @@ static int apply_clocks(struct mrg_live *m, struct hm_err *err)
         mrg_clock_summary(c, &off, &drift, &ref, &unc);
         ctx[r].clock = c;
         if (!model_is_constant(c, off))
-            rr[r] = (struct mrg_realign_rank){off, model_offset, &ctx[r], model_row_offset};
+            rr[r] = (struct mrg_realign_rank){off, model_offset, &ctx[r], model_row_offset, NULL};
         rc = mrg_writer_update_clock(m->w, r, off, drift, ref, "mpi", unc, err);
     }
     if (rc == 0)

@@ -4,6 +4,8 @@
  * topics.c, rows.c, timeline.c and sql_guard.c. No HTTP here: server.c decodes
  * requests, checks who may ask, caches and sends. */
 #include "query_int.h"
+#include "shard_view.h"
+#include "shards.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -318,6 +320,21 @@ static int reply_built(struct qry_call *c, int rc, struct qry_buf *out, bool fre
     return 0;
 }
 
+/* Every rank of the run into p->ranks (at most QRY_TIMELINE_MAX_RANKS:
+ * checked before); their count, or -1. */
+static int all_ranks(struct qry_dbh *h, struct win_params *p)
+{
+    sqlite3_stmt *st = NULL;
+
+    p->nranks = 0;
+    if (sqlite3_prepare_v2(h->db, "SELECT rank FROM ranks ORDER BY rank", -1, &st, NULL) != SQLITE_OK)
+        return -1;
+    while (sqlite3_step(st) == SQLITE_ROW && p->nranks < QRY_TIMELINE_MAX_RANKS)
+        p->ranks[p->nranks++] = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    return p->nranks;
+}
+
 /* /api/timeline?t0=&t1=&px=&ranks= (ns since the run's origin). */
 static int api_timeline(struct qry_dbh *h, struct qry_call *c)
 {
@@ -336,6 +353,13 @@ static int api_timeline(struct qry_dbh *h, struct qry_call *c)
         return reply_error(c, 400, "this run has more than %d ranks: name the ranks to draw, e.g. ranks=0-%d "
                            "(whole runs: /api/heatmap)", QRY_TIMELINE_MAX_RANKS, QRY_TIMELINE_MAX_RANKS - 1);
     struct qry_window w = {p.t0, p.t1, (int)px, p.nranks >= 0 ? p.ranks : NULL, p.nranks};
+    if (qry_shard_count(h->db) > 0) {
+        if (p.nranks < 0 && all_ranks(h, &p) < 0)
+            return reply_error(c, 500, "timeline: cannot list the ranks");
+        w.ranks = p.ranks;
+        w.nranks = p.nranks;
+        return reply_built(c, qry_shard_timeline(h, &w, &out, &err), &out, p.fresh, "timeline", &err);
+    }
     return reply_built(c, qry_timeline(p.lod, &w, &out, &err), &out, p.fresh, "timeline", &err);
 }
 
@@ -436,24 +460,36 @@ static int64_t origin_of(struct qry_dbh *h, struct qry_call *c, bool *ok)
 /* /api/slice/{id}: one slice, names resolved, args as JSON. */
 static int api_slice(struct qry_dbh *h, struct qry_call *c, const char *ids)
 {
-    int64_t args[2] = {0, 0};
+    int64_t args[2] = {0, 0}, asked;
+    struct qry_dbh shard;
     struct hm_err err;
     cJSON *rows, *row, *a, *parsed;
-    bool ok;
+    bool ok, routed = false;
 
     hm_err_clear(&err);
     if (qry_param_i64(ids, 1, INT64_MAX, &args[0]))
         return reply_error(c, 400, "bad slice id '%.40s'", ids);
-    args[1] = origin_of(h, c, &ok);
+    asked = args[0];
+    if (args[0] >> QRY_SHARD_ID_SHIFT && qry_shard_count(h->db) > 0) {   /* drawn from a shard */
+        origin_of(h, c, &ok);
+        if (!ok)
+            return -1;
+        if (qry_shard_route(h, asked, &shard, &args[0], &err) != 0)
+            return reply_error(c, err.code == HM_EEMPTY ? 404 : 500, "%s", err.msg);
+        routed = true;
+    }
+    args[1] = origin_of(routed ? &shard : h, c, &ok);
     if (!ok)
         return -1;
-    if (!(rows = qry_rows(h->db, hm_sql_serve_slice, args, 2, &err)))
+    if (!(rows = qry_rows(routed ? shard.db : h->db, hm_sql_serve_slice, args, 2, &err)))
         return reply_error(c, 500, "%s", err.msg);
     if (!(row = cJSON_DetachItemFromArray(rows, 0))) {
         cJSON_Delete(rows);
-        return reply_error(c, 404, "no slice %lld", (long long)args[0]);
+        return reply_error(c, 404, "no slice %lld", (long long)asked);
     }
     cJSON_Delete(rows);
+    if (routed)
+        qry_shard_translate_slice(h, asked, row);
     a = cJSON_GetObjectItemCaseSensitive(row, "args");
     if (cJSON_IsString(a) && (parsed = cJSON_Parse(a->valuestring)) != NULL)
         cJSON_ReplaceItemInObjectCaseSensitive(row, "args", parsed);
@@ -714,11 +750,33 @@ static int api_sql(struct qry_dbh *h, struct qry_call *c)
     return reply_doc(c, doc);
 }
 
+/* The index of a sharded ingest keeps only the slices collectives and
+ * steps name: the timeline and a slice are drawn from its shards
+ * (shard_view.h), the search answers from the index (ranks, steps,
+ * collectives, NVTX ranges; slice names only of the slices it keeps), and
+ * the capture windows, drawn from every rank's last slices, are refused
+ * rather than answered from the few. */
+static int in_shards(struct qry_dbh *h, struct qry_call *c, const char *p)
+{
+    static const char *const slice_views[] = {"windows"};
+
+    for (size_t i = 0; i < sizeof slice_views / sizeof *slice_views; i++)
+        if (!strncmp(p, slice_views[i], strlen(slice_views[i])) && qry_shard_count(h->db) > 0) {
+            reply_error(c, 501, "%.100s: this file is the index of a sharded ingest; its ranks' slices are in "
+                        "its shards (SELECT host, path, ranks FROM shards): serve a shard for its ranks' capture windows",
+                        c->path);
+            return 1;
+        }
+    return 0;
+}
+
 void qry_api_dispatch(struct qry_dbh *h, struct qry_call *c)
 {
     const char *p = c->path + strlen("/api/");
 
     c->cacheable = false;
+    if (!c->post && in_shards(h, c, p))
+        return;
     if (!strcmp(p, "sql"))
         c->post ? api_sql(h, c) : reply_error(c, 405, "use POST for /api/sql");
     else if (!strcmp(p, "capture"))

@@ -11,6 +11,8 @@
 #include <time.h>
 
 #include "report.h"
+#include "shard_view.h"
+#include "shards.h"
 #include "common/monotime.h"
 #include "store/columns.h"
 
@@ -36,6 +38,8 @@ static void dbh_drop(struct qry_dbh *h)
 {
     qry_lod_free(h->lod);
     h->lod = NULL;
+    qry_shard_view_free(h->shards);
+    h->shards = NULL;
     sqlite3_close(h->db);
     h->db = NULL;
     h->version++;
@@ -84,6 +88,20 @@ int qry_dbh_refresh(struct qry_dbh *h, struct hm_err *err)
     return 0;
 }
 
+/* An index of a sharded ingest keeps few slices: the run's extent is its
+ * shards' (shards.first_ns, end_ns), one origin for every shard's answer. */
+static void index_extent(struct qry_dbh *h)
+{
+    sqlite3_stmt *st = NULL;
+
+    if (qry_shard_count(h->db) <= 0)
+        return;
+    if (sqlite3_prepare_v2(h->db, "SELECT min(first_ns), max(end_ns) FROM shards", -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
+        qry_lod_set_extent(h->lod, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1));
+    sqlite3_finalize(st);
+}
+
 struct qry_lod *qry_dbh_lod(struct qry_dbh *h, bool *fresh, struct hm_err *err)
 {
     double t = hm_mono_s();
@@ -96,6 +114,8 @@ struct qry_lod *qry_dbh_lod(struct qry_dbh *h, bool *fresh, struct hm_err *err)
         h->lod = qry_lod_new(h->db, (size_t)h->memory_mb * 1048576 / 4, err);
         h->lod_version = h->version;
         h->lod_time = t;
+        if (h->lod)
+            index_extent(h);
     }
     *fresh = h->lod && h->lod_version == h->version;
     return h->lod;
@@ -103,6 +123,8 @@ struct qry_lod *qry_dbh_lod(struct qry_dbh *h, bool *fresh, struct hm_err *err)
 
 void qry_dbh_close(struct qry_dbh *h)
 {
+    qry_shard_view_free(h->shards);
+    h->shards = NULL;
     qry_lod_free(h->lod);
     sqlite3_close(h->db);
     h->lod = NULL;

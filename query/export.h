@@ -13,6 +13,21 @@
 
 #include "common/err.h"
 
+/* One part of a document written from several files (the shards of a
+ * sharded ingest, cli/cmd_export.c): the parts share the origin and take
+ * disjoint pids, tids and flow ids. */
+struct qry_export_part {
+    bool head, tail;          /* writes the document's start / its end */
+    bool more;                /* events came before: the first one follows a comma */
+    int64_t origin_ns;        /* every part's ts 0 (qry_export_origin's least); ignored with absolute */
+    int pid_base;             /* the pids (processes) the parts before used */
+    int64_t tid_base;         /* above every pid and every earlier part's tids */
+    int64_t flow_base;        /* the flow ids the parts before used */
+    const struct qry_export_stats *before; /* what they wrote, added up into the end's counts; may be NULL */
+    const int *ranks_all;     /* the document's ranks, for its end (NULL: every rank) */
+    int nranks_all;
+};
+
 struct qry_export_opts {
     const int *ranks;        /* borrowed: only these ranks; NULL = every rank */
     int nranks;
@@ -21,6 +36,7 @@ struct qry_export_opts {
     bool absolute;           /* ts = aligned ns / 1000 instead of (ns - origin) / 1000 */
     const char *source;      /* borrowed: database path for otherData; may be NULL */
     const char *producer;    /* borrowed: e.g. "htamerge 0.1.0"; may be NULL */
+    const struct qry_export_part *part; /* borrowed; NULL: the whole document from this file */
 };
 
 /* What an export wrote. */
@@ -32,7 +48,14 @@ struct qry_export_stats {
     int64_t counters;          /* C events */
     int processes, threads;    /* pids and tids named by M events */
     int64_t origin_ns;         /* aligned ns that ts 0 stands for (0 with absolute) */
+    int pids;                  /* pids this file took (named or not): the next part's pid_base */
+    int64_t flows;             /* flow ids it took: the next part's flow_base */
 };
+
+/* The ts 0 a whole export of db would take (its earliest aligned time,
+ * floored to a whole us): a document of several parts takes their least.
+ * 0 or HM_ESQL. */
+int qry_export_origin(sqlite3 *db, int64_t *origin_ns, struct hm_err *err);
 
 /* Writes db (borrowed) as Chrome JSON to out (borrowed; the caller opens and
  * closes it, and should check fclose). stats may be NULL. Returns 0, or

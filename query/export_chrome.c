@@ -241,6 +241,12 @@ static int64_t slice_tid(const struct xctx *x, const struct xtrack *t, int64_t s
     return x->moved.used[i] ? x->moved.tid[i] : t->tid;
 }
 
+/* The pid of process i (index into procs) in the document. */
+static int64_t pid_of(const struct xctx *x, int i)
+{
+    return i + 1 + (x->o->part ? x->o->part->pid_base : 0);
+}
+
 /* ---- events ---- */
 
 static void ev_start(struct xctx *x)
@@ -262,7 +268,7 @@ static int ev_flush(struct xctx *x)
 /* Writes one M event named what (process_name, thread_sort_index, ...);
  * tid < 0 for a process-level one. text != NULL gives args.name, else num
  * gives args.sort_index. */
-static int write_meta(struct xctx *x, int pid, int64_t tid, const char *what, const char *text,
+static int write_meta(struct xctx *x, int64_t pid, int64_t tid, const char *what, const char *text,
                       int64_t num)
 {
     ev_start(x);
@@ -431,11 +437,12 @@ static int build_procs(struct xctx *x)
     if (rc != SQLITE_DONE)
         return sql_fail(x, "reading counter devices");
     qsort(x->procs, (size_t)x->nprocs, sizeof *x->procs, proc_cmp);
-    x->next_tid = x->nprocs + 1;
+    int64_t base = x->o->part ? x->o->part->tid_base : 0;
+    x->next_tid = x->nprocs + 1 + base;
     for (int i = 0; i < x->ntracks; i++) {
         struct xtrack *t = &x->tracks[i];
         t->proc = proc_lookup(x, t->rank, t->gpu, t->device);
-        t->tid = t->id + x->nprocs;
+        t->tid = t->id + x->nprocs + base;
         if (t->tid >= x->next_tid)
             x->next_tid = t->tid + 1;
     }
@@ -511,23 +518,34 @@ static int load_windows(struct xctx *x)
     return rc;
 }
 
-/* ts 0 of the export: the first time in the file, floored to a whole us so
- * that the digits after the point are those of the aligned time. */
-static int load_origin(struct xctx *x)
+int qry_export_origin(sqlite3 *db, int64_t *origin_ns, struct hm_err *err)
 {
     sqlite3_stmt *st = NULL;
     int64_t o = 0;
 
-    if (x->o->absolute)
-        return 0;
-    if (sqlite3_prepare_v2(x->db, hm_sql_export_origin, -1, &st, NULL) != SQLITE_OK)
-        return sql_fail(x, "reading the first time");
+    if (sqlite3_prepare_v2(db, hm_sql_export_origin, -1, &st, NULL) != SQLITE_OK)
+        return hm_err_set(err, HM_ESQL, sqlite3_db_filename(db, "main"), -1, "export: reading the first time: %s",
+                          sqlite3_errmsg(db));
     HM_COLUMNS_CHECK(st, origin_names);
     if (sqlite3_step(st) == SQLITE_ROW)
         o = sqlite3_column_int64(st, OR_ORIGIN);
     sqlite3_finalize(st);
-    x->origin = o - ((o % 1000) + 1000) % 1000;
+    *origin_ns = o - ((o % 1000) + 1000) % 1000;
     return 0;
+}
+
+/* ts 0 of the export: the first time in the file, floored to a whole us so
+ * that the digits after the point are those of the aligned time (or the
+ * parts' shared one). */
+static int load_origin(struct xctx *x)
+{
+    if (x->o->absolute)
+        return 0;
+    if (x->o->part) {
+        x->origin = x->o->part->origin_ns;
+        return 0;
+    }
+    return qry_export_origin(x->db, &x->origin, x->err);
 }
 
 /* ---- metadata: process and thread names and order ---- */
@@ -546,9 +564,9 @@ static int write_process_meta(struct xctx *x, int i)
         snprintf(name, sizeof name, "rank %d \xc2\xb7 GPU %" PRId64, p->rank, p->device);
     else
         snprintf(name, sizeof name, "rank %d \xc2\xb7 %s \xc2\xb7 CPU", p->rank, host && *host ? host : "host");
-    rc = write_meta(x, i + 1, -1, "process_name", name, 0);
+    rc = write_meta(x, pid_of(x, i), -1, "process_name", name, 0);
     if (rc == 0)
-        rc = write_meta(x, i + 1, -1, "process_sort_index", NULL, i);
+        rc = write_meta(x, pid_of(x, i), -1, "process_sort_index", NULL, pid_of(x, i) - 1);
     x->st.processes++;
     return rc;
 }
@@ -562,10 +580,10 @@ static int write_thread_meta(struct xctx *x, int i, int lane, int64_t tid)
 
     if (lane > 0 && asprintf(&name, "%s \xc2\xb7 overlap %d", t->name, lane) < 0)
         return oom(x);
-    rc = write_meta(x, t->proc + 1, tid, "thread_name", name ? name : t->name, 0);
+    rc = write_meta(x, pid_of(x, t->proc), tid, "thread_name", name ? name : t->name, 0);
     free(name);
     if (rc == 0)
-        rc = write_meta(x, t->proc + 1, tid, "thread_sort_index", NULL,
+        rc = write_meta(x, pid_of(x, t->proc), tid, "thread_sort_index", NULL,
                         (int64_t)i * 1024 + (lane < 1023 ? lane : 1023));
     x->st.threads++;
     return rc;
@@ -708,7 +726,7 @@ static int write_slice(struct xctx *x, int ti, sqlite3_stmt *st)
     }
     ev_start(x);
     qry_buf_puts(&x->ev, "\"ph\":\"X\",\"pid\":");
-    qry_json_i64(&x->ev, t->proc + 1);
+    qry_json_i64(&x->ev, pid_of(x, t->proc));
     qry_buf_puts(&x->ev, ",\"tid\":");
     qry_json_i64(&x->ev, t->lanes[lane].tid);
     qry_buf_puts(&x->ev, ",\"ts\":");
@@ -781,7 +799,7 @@ static int write_counter(struct xctx *x, sqlite3_stmt *st)
         return 0;   /* cannot happen: build_procs added every (rank, device) */
     ev_start(x);
     qry_buf_puts(&x->ev, "\"ph\":\"C\",\"pid\":");
-    qry_json_i64(&x->ev, proc + 1);
+    qry_json_i64(&x->ev, pid_of(x, proc));
     qry_buf_puts(&x->ev, ",\"ts\":");
     put_ts(x, ts);
     qry_buf_puts(&x->ev, ",\"name\":");
@@ -862,7 +880,7 @@ static int write_flow_event(struct xctx *x, const char *ph, int64_t id, const ch
     qry_buf_puts(&x->ev, !strcmp(ph, "f") ? "\",\"bp\":\"e\",\"id\":" : "\",\"id\":");
     qry_json_i64(&x->ev, id);
     qry_buf_puts(&x->ev, ",\"pid\":");
-    qry_json_i64(&x->ev, e->t->proc + 1);
+    qry_json_i64(&x->ev, pid_of(x, e->t->proc));
     qry_buf_puts(&x->ev, ",\"tid\":");
     qry_json_i64(&x->ev, slice_tid(x, e->t, e->slice));
     qry_buf_puts(&x->ev, ",\"ts\":");
@@ -1005,18 +1023,24 @@ static int write_trailer(struct xctx *x)
     qry_buf_puts(b, ",\"origin_ns\":");
     qry_json_cstr(b, origin);
     qry_buf_puts(b, ",\"ts_unit\":\"us since origin_ns on the aligned clock\"");
-    put_list(b, "ranks", NULL, x->o->ranks, x->o->ranks ? x->o->nranks : -1);
+    if (x->o->part)
+        put_list(b, "ranks", NULL, x->o->part->ranks_all, x->o->part->ranks_all ? x->o->part->nranks_all : -1);
+    else
+        put_list(b, "ranks", NULL, x->o->ranks, x->o->ranks ? x->o->nranks : -1);
     put_list(b, "steps", x->o->steps, NULL, x->o->steps ? x->o->nsteps : -1);
+    const struct qry_export_stats *e = x->o->part ? x->o->part->before : NULL, none = {0};
+    if (!e)
+        e = &none;
     qry_buf_puts(b, ",\"slices\":");
-    qry_json_i64(b, x->st.slices);
+    qry_json_i64(b, x->st.slices + e->slices);
     qry_buf_puts(b, ",\"moved_slices\":");
-    qry_json_i64(b, x->st.moved_slices);
+    qry_json_i64(b, x->st.moved_slices + e->moved_slices);
     qry_buf_puts(b, ",\"launch_flows\":");
-    qry_json_i64(b, x->st.launch_flows);
+    qry_json_i64(b, x->st.launch_flows + e->launch_flows);
     qry_buf_puts(b, ",\"collective_flows\":");
-    qry_json_i64(b, x->st.collective_flows);
+    qry_json_i64(b, x->st.collective_flows + e->collective_flows);
     qry_buf_puts(b, ",\"counters\":");
-    qry_json_i64(b, x->st.counters);
+    qry_json_i64(b, x->st.counters + e->counters);
     qry_buf_puts(b, "}}\n");
     return ev_flush(x);
 }
@@ -1044,7 +1068,9 @@ static void xctx_free(struct xctx *x)
 int qry_export_chrome(sqlite3 *db, const struct qry_export_opts *opts, FILE *out,
                       struct qry_export_stats *stats, struct hm_err *err)
 {
-    struct xctx x = {.db = db, .o = opts, .f = out, .err = err, .first = true};
+    const struct qry_export_part *part = opts->part;
+    struct xctx x = {.db = db, .o = opts, .f = out, .err = err, .first = !part || !part->more,
+                     .next_flow = part ? part->flow_base : 0};
     int rc;
 
     x.path = sqlite3_db_filename(db, "main");
@@ -1059,7 +1085,7 @@ int qry_export_chrome(sqlite3 *db, const struct qry_export_opts *opts, FILE *out
         rc = load_windows(&x);
     if (rc == 0)
         rc = load_origin(&x);
-    if (rc == 0 && (fputs("{\"traceEvents\":[", out) < 0 || ferror(out)))
+    if (rc == 0 && (!part || part->head) && (fputs("{\"traceEvents\":[", out) < 0 || ferror(out)))
         rc = hm_err_set(err, HM_EIO, NULL, -1, "write failed: %s", strerror(errno));
     if (rc == 0)
         rc = write_metadata(&x);
@@ -1071,9 +1097,11 @@ int qry_export_chrome(sqlite3 *db, const struct qry_export_opts *opts, FILE *out
         rc = write_launch_flows(&x);
     if (rc == 0)
         rc = write_collective_flows(&x);
-    if (rc == 0)
+    if (rc == 0 && (!part || part->tail))
         rc = write_trailer(&x);
     x.st.origin_ns = x.origin;
+    x.st.pids = x.nprocs;
+    x.st.flows = x.next_flow - (part ? part->flow_base : 0);
     if (stats)
         *stats = x.st;
     xctx_free(&x);

@@ -66,6 +66,7 @@ char *qry_error_json(const char *msg);
  * lazily per track; valid while the database does not change (the server
  * frees it when PRAGMA data_version moves). */
 struct qry_lod;
+struct qry_shard_view;
 
 /* Creates the state for db (borrowed; must outlive it). Sets up the temp
  * views the timeline reads, or, when the file has no slices_track_ts index
@@ -76,6 +77,9 @@ void qry_lod_free(struct qry_lod *lod);
 /* The run's first slice start and last slice end, aligned ns; both 0 when
  * the file has no slices. */
 void qry_lod_extent(const struct qry_lod *lod, int64_t *origin_ns, int64_t *end_ns);
+/* Replaces the extent: the index of a sharded ingest keeps few slices, and
+ * its shards draw on one origin (shard_view.c). */
+void qry_lod_set_extent(struct qry_lod *lod, int64_t origin_ns, int64_t end_ns);
 /* Bytes the tracks' state holds now (for tests and the budget's checks). */
 size_t qry_lod_held_bytes(const struct qry_lod *lod);
 
@@ -137,6 +141,7 @@ struct qry_dbh {
     dev_t dev;               /* identity of the open file */
     ino_t ino;
     int memory_mb;           /* the server's budget (qry_serve_opts); 0 before open: the default */
+    struct qry_shard_view *shards; /* owned: a sharded ingest's index's open shards (shard_view.h) */
 };
 
 /* The server's memory budget by default: the file's cache and map, and the

@@ -356,6 +356,12 @@ size_t qry_lod_held_bytes(const struct qry_lod *l)
     return l->bytes;
 }
 
+void qry_lod_set_extent(struct qry_lod *l, int64_t origin_ns, int64_t end_ns)
+{
+    l->origin = origin_ns;
+    l->end = end_ns;
+}
+
 void qry_lod_extent(const struct qry_lod *l, int64_t *origin_ns, int64_t *end_ns)
 {
     *origin_ns = l->origin;

@@ -8,6 +8,7 @@
 
 #include "hm_sql.h"
 #include "rank_view.h"
+#include "shards.h"
 #include "report_int.h"
 #include "window.h"
 #include "analysis/cross_rank.h"
@@ -78,6 +79,8 @@ static int build_summary(sqlite3 *db, const struct qry_report_opts *o, cJSON *do
         rc = qry_rank_view_apply(db, &view_summary, o, doc, err);
     if (rc == 0)
         rc = qry_report_rows(db, o, hm_sql_report_summary_skipped, doc, "skipped", err);
+    if (rc == 0)   /* a sharded ingest's index: which shards are there */
+        rc = qry_shards_status(db, doc, err);
     return rc;
 }
 
@@ -145,6 +148,12 @@ static int build_stragglers(sqlite3 *db, const struct qry_report_opts *o, cJSON 
     const struct xr_hta_opts hta = {o->candidates, o->steps, o->nsteps};
     int rc;
 
+    /* HTA's method reads every rank's kernels, which an index leaves in
+     * its shards: refused rather than answered from none. */
+    if (o->method && !strcmp(o->method, "hta") && qry_shard_count(db) > 0)
+        return hm_err_set(err, HM_EINVAL, NULL, -1, "stragglers --method hta reads every rank's kernels, which "
+                          "a sharded ingest keeps in its shards: not answered from the index yet (use the "
+                          "default method, or ingest without --shards)");
     if (o->method && !strcmp(o->method, "hta"))
         return xr_stragglers_hta(db, &hta, doc, err);
     rc = qry_report_verdict(db, doc, err);

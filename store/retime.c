@@ -146,7 +146,30 @@ int mrg_writer_realign_all(struct mrg_writer *w, const struct mrg_realign_rank *
         sqlite3_create_function(w->db, realign_fns[i].name, realign_fns[i].nargs, SQLITE_UTF8, NULL, NULL, NULL,
                                 NULL);
     free(ra.track_rank);
+    for (int r = 0; r < nranks && r < w->nranks && rc == 0; r++) {
+        if (!ranks[r].offset_at)
+            continue;
+        w->ranks[r].retimed = ranks[r].lin ? 1 : -1;
+        if (ranks[r].lin)
+            w->ranks[r].final = *ranks[r].lin;
+    }
     return rc;
+}
+
+int mrg_writer_final_model(const struct mrg_writer *w, int rank, struct mrg_lin_model *out)
+{
+    const struct rank_state *r = rank >= 0 && rank < w->nranks ? &w->ranks[rank] : NULL;
+
+    *out = (struct mrg_lin_model){0, 0, 0};
+    if (!r || !r->known)
+        return 0;
+    if (r->retimed < 0)
+        return HM_EINVAL;
+    if (r->retimed > 0)
+        *out = r->final;
+    else
+        out->offset = (double)r->shift_ns;
+    return 0;
 }
 
 int mrg_writer_build_indexes(struct mrg_writer *w, struct hm_err *err)

@@ -149,12 +149,62 @@ void mrg_writer_set_slice_tap(struct mrg_writer *w, void (*tap)(void *ctx, const
     w->tap_ctx = ctx;
 }
 
+void mrg_writer_set_index_only(struct mrg_writer *w, int on)
+{
+    w->index_only = on;
+}
+
+/* Index mode: marks the batch's slices an index keeps (writer.h), by batch
+ * index; 1 when that is every slice. */
+static int mark_kept(struct mrg_writer *w, const struct hm_batch *b)
+{
+    if (hm_vec_reserve((void **)&w->keep, &w->keep_cap, b->slices.n + 1, 1))
+        return -1;
+    for (size_t i = 0; i < b->slices.n; i++)
+        if (b->slices.v[i].cat == HM_CAT_CUDA_GRAPH)
+            return 1;
+    memset(w->keep, 0, b->slices.n);
+    for (size_t i = 0; i < b->collectives.n; i++)
+        w->keep[b->collectives.v[i].slice] = 1;
+    for (size_t i = 0; i < b->steps.n; i++)
+        if (b->steps.v[i].slice != HM_STEP_NO_SLICE)
+            w->keep[b->steps.v[i].slice] = 1;
+    return 0;
+}
+
+/* Index mode's insert: the kept slices, each with its id. */
+static int insert_kept(struct mrg_writer *w, struct bctx *c, struct hm_err *err)
+{
+    sqlite3_stmt *st = w->st[ST_SLICE_ID];
+    size_t n = c->b->slices.n;
+    int all = mark_kept(w, c->b);
+
+    if (all < 0)
+        return wr_fail(w, err, HM_ENOMEM, c->rank, "out of memory");
+    for (size_t k = 0; k < n; k++) {
+        if (!all && !w->keep[w->sc.nest.keys[k].idx])
+            continue;
+        bind_slice(w, c, st, 0, k);
+        sqlite3_bind_int64(st, SLICE_COLS + 1, c->first + (int64_t)k);
+        if (sqlite3_step(st) != SQLITE_DONE)
+            return wr_fail_sql(w, err, "storing a slice");
+        sqlite3_reset(st);
+        w->stats.rows++;
+    }
+    w->stats.slices += n;
+    if (w->tap)
+        tap_slices(w, c);
+    return 0;
+}
+
 static int insert_slices(struct mrg_writer *w, struct bctx *c, struct hm_err *err)
 {
     size_t i = 0, n = c->b->slices.n;
     sqlite3_stmt *st = w->st[ST_SLICES];
 
     c->drift = c->r->clk.drift_ppm != 0.0;
+    if (w->index_only)
+        return insert_kept(w, c, err);
     for (; i + SLICE_ROWS <= n; i += SLICE_ROWS) {
         for (int k = 0; k < SLICE_ROWS; k++)
             bind_slice(w, c, st, k * SLICE_COLS, i + (size_t)k);

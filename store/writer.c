@@ -79,6 +79,7 @@ static const char *const stmt_sql[ST__COUNT] = {
     [ST_RANK] = hm_sql_writer_insert_rank,
     [ST_FILE] = hm_sql_writer_insert_file,
     [ST_RANK_SLICES] = hm_sql_writer_insert_rank_slices,
+    [ST_SLICE_ID] = hm_sql_writer_insert_slice_id,
     [ST_SKIPPED] = hm_sql_writer_insert_skipped,
     [ST_META] = hm_sql_writer_insert_meta,
     [ST_A_TEMPORAL] = hm_sql_writer_a_temporal,
@@ -315,6 +316,7 @@ void wr_free(struct mrg_writer *w)
     hm_strtab_free(w->strings);
     free(w->sc.smap);
     free(w->sc.tmap);
+    free(w->keep);
     hm_nesting_free(&w->sc.nest);
     free(w->final_path);
     free(w->tmp_path);

@@ -96,6 +96,14 @@ struct mrg_slice_row {
 void mrg_writer_set_slice_tap(struct mrg_writer *w, void (*tap)(void *ctx, const struct mrg_slice_row *row),
                               void *ctx);
 
+/* Index mode (a sharded ingest's index, merger/ingest_shards.c): every
+ * slice still gets its id, is counted and goes through the tap, but only
+ * the slices that collectives and steps point to are stored, and every
+ * slice of a batch with CUDA graph events (whose analyses and reports
+ * read them back); the rest live in the host writers' shards. Before the
+ * first batch. */
+void mrg_writer_set_index_only(struct mrg_writer *w, int on);
+
 /* Marks rank complete (1) or cut short (0) in ranks.complete. Without it a
  * rank is complete once it has a batch. May come at any time before _finish. */
 int mrg_writer_set_rank_complete(struct mrg_writer *w, int rank, int complete,
@@ -150,12 +158,28 @@ int mrg_writer_mark_failed(struct mrg_writer *w, const char *status);
  * tells apart rows that read the same moment twice): the offset of raw t
  * read by row (a slice id; -1: none); with end 1, t ends an interval that
  * started at raw start (which may put it on a later clock). */
+struct mrg_lin_model;
 struct mrg_realign_rank {
     int64_t applied_offset_ns;
     int64_t (*offset_at)(void *ctx, int64_t peer_ns);
     void *ctx;
     int64_t (*row_offset_at)(void *ctx, int64_t row, int64_t start, int64_t t, int end);
+    const struct mrg_lin_model *lin; /* what offset_at computes, when it is linear (else NULL):
+                                        kept for mrg_writer_final_model */
 };
+
+/* A linear clock correction of time t: llround(offset + slope * (t - ref)). */
+struct mrg_lin_model {
+    double offset, slope;
+    int64_t ref;
+};
+
+/* The correction that takes rank's rows as written without a time shift
+ * to where they are now: its time shift, or the linear model of its last
+ * re-timing. A sharded ingest's host writers store their ranks unshifted
+ * and apply it once the index writer has fitted the clocks. 0, or
+ * HM_EINVAL when the rank was re-timed by a model that is not linear. */
+int mrg_writer_final_model(const struct mrg_writer *w, int rank, struct mrg_lin_model *out);
 
 /* Re-times every rank in one pass over the data (ranks[r] for rank r). */
 int mrg_writer_realign_all(struct mrg_writer *w, const struct mrg_realign_rank *ranks, int nranks,

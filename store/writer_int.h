@@ -37,7 +37,7 @@ enum {
     ST_SLICE, ST_SLICES, ST_COLL, ST_COUNTER, ST_STEP, ST_STRING, ST_CATEGORY, ST_TRACK, ST_RANK,
     ST_FILE, ST_SKIPPED, ST_META, ST_A_TEMPORAL, ST_A_OVERLAP, ST_A_IDLE, ST_A_KCLASS,
     ST_A_KLABEL, ST_A_KERNEL, ST_A_STEP, ST_DEL_TEMPORAL, ST_DEL_OVERLAP, ST_DEL_IDLE,
-    ST_DEL_KCLASS, ST_DEL_KLABEL, ST_DEL_KERNEL, ST_PAGES, ST_RANK_SLICES, ST__COUNT
+    ST_DEL_KCLASS, ST_DEL_KLABEL, ST_DEL_KERNEL, ST_PAGES, ST_RANK_SLICES, ST_SLICE_ID, ST__COUNT
 };
 
 /* The writer's state: the diagram is at the top of writer.c. */
@@ -85,6 +85,9 @@ struct rank_state {
     struct rank_clock clk;
     int64_t base_seen;       /* base_time_ns of its first batch that had one */
     int64_t shift_ns;        /* guessed clock correction its rows carry (set_time_shift) */
+    int retimed;             /* 0: rows carry shift_ns; 1: re-timed by final; -1: by a model
+                                that is not linear (mrg_writer_final_model) */
+    struct mrg_lin_model final;
     int64_t pid;
     int32_t world_size;
     uint32_t trace_flags;    /* HM_INFO_F_* of its batches, or-ed */
@@ -121,6 +124,9 @@ struct mrg_writer {
     char *reserve_path;              /* owned; live: space held back (in_place.c) */
     void (*tap)(void *ctx, const struct mrg_slice_row *row); /* mrg_writer_set_slice_tap */
     void *tap_ctx;
+    int index_only;                  /* mrg_writer_set_index_only */
+    unsigned char *keep;             /* index mode: which slices of the batch are stored */
+    size_t keep_cap;
     uint32_t strings_written;        /* ids below this are rows of `strings` */
     struct mrg_writer_stats stats;
     struct scratch sc;

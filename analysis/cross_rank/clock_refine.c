@@ -371,19 +371,24 @@ static int64_t zero_at(void *ctx, int64_t t)
 static int retime(struct xr_ctx *x, struct mrg_writer *w, struct lin *fits, struct hm_err *err)
 {
     struct mrg_realign_rank *ra = calloc((size_t)x->nranks + 1, sizeof *ra);
+    struct mrg_lin_model *models = calloc((size_t)x->nranks + 1, sizeof *models);
     int any = 0, rc;
 
-    if (!ra)
+    if (!ra || !models) {
+        free(ra);
+        free(models);
         return hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
+    }
     for (int r = 0; r < x->nranks; r++) {
         int64_t shift = mrg_writer_time_shift(w, r);
         if (x->clock[r].applied) {
             if (fits[r].slope == 0 && lin_at(&fits[r], fits[r].ref) == shift)
                 continue;
-            ra[r] = (struct mrg_realign_rank){shift, lin_at, &fits[r], NULL};
+            models[r] = (struct mrg_lin_model){fits[r].offset, fits[r].slope, fits[r].ref};
+            ra[r] = (struct mrg_realign_rank){shift, lin_at, &fits[r], NULL, &models[r]};
             any = 1;
         } else if (shift != 0) {
-            ra[r] = (struct mrg_realign_rank){shift, zero_at, NULL, NULL};
+            ra[r] = (struct mrg_realign_rank){shift, zero_at, NULL, NULL, &models[r]};   /* zeros */
             any = 1;
         }
     }
@@ -391,6 +396,7 @@ static int retime(struct xr_ctx *x, struct mrg_writer *w, struct lin *fits, stru
     if (rc == 0 && any)
         rc = mrg_writer_realign_all(w, ra, x->nranks, err);
     free(ra);
+    free(models);
     return rc;
 }
 

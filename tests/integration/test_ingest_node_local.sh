@@ -23,16 +23,8 @@ cp "$FX/trace_filter/sampled_rank-1.json.gz" b/traces/rank-1.json.gz
 cp "$FX/distributed_info_unavailable/distributed_info_not_found.json.gz" c/traces/rank-4.json.gz
 cp "$FX/large_integer_trace/"*.gz b/traces/
 cp a/traces/* b/traces/* c/traces/* all/
-cat > host.sh <<'EOF'
-#!/usr/bin/env bash
-# Rank -> simulated host: name and folder; HM_DIE_RANK dies mid-ingest.
-r=${OMPI_COMM_WORLD_RANK:?}
-h=a; [ "$r" -ge 2 ] && h=b; [ "$r" -ge 4 ] && h=c
-export HTAMERGE_HOSTNAME=$h
-[ "$r" = "${HM_DIE_RANK:-}" ] && export HTAMERGE_TEST_INGEST_DIE_BEFORE=0
-cd "$HM_ROOT/$h" && exec "$@"
-EOF
-chmod +x host.sh
+ln -s "$HM_SOURCE_DIR/tests/tools/sim_host.sh" host.sh
+export HM_HOSTS="0:a 2:b 4:c"
 export HM_ROOT=$T
 
 run_mpi 120 -n 5 ./host.sh "$H" ingest -q --node-local -o "$T/nl.db" traces > nl.log 2>&1 \
