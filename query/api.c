@@ -379,6 +379,19 @@ static int api_heatmap(struct qry_dbh *h, struct qry_call *c)
     return reply_built(c, qry_heatmap(h->db, &q, &out, &err), &out, p.fresh, "heatmap", &err);
 }
 
+struct counters_part {
+    int64_t origin, t0, t1;
+    int px;
+};
+
+/* The counters of ranks in db: the index's own, or a shard's of a sharded
+ * ingest (the index keeps none). */
+static cJSON *counters_part(sqlite3 *db, const int *ranks, int nranks, void *arg, struct hm_err *err)
+{
+    const struct counters_part *q = arg;
+    return qry_counters(db, q->origin, q->t0, q->t1, q->px, ranks, nranks, err);
+}
+
 /* /api/counters?t0=&t1=&px=&ranks=: the memory counters of a few ranks
  * (counters.h), for the timeline's memory rows. */
 static int api_counters(struct qry_dbh *h, struct qry_call *c)
@@ -393,10 +406,22 @@ static int api_counters(struct qry_dbh *h, struct qry_call *c)
         return -1;
     if (p.nranks < 0 || p.nranks > QRY_TIMELINE_MAX_RANKS)
         return reply_error(c, 400, "counters needs ranks= naming 1 to %d ranks", QRY_TIMELINE_MAX_RANKS);
-    if (!(doc = qry_counters(h->db, p.origin, p.t0, p.t1, (int)px, p.ranks, p.nranks, &err)))
+    struct counters_part q = {p.origin, p.t0, p.t1, (int)px};
+    doc = qry_shard_count(h->db) > 0 ? qry_shard_gather(h, p.ranks, p.nranks, "series", counters_part, &q, &err)
+                                     : counters_part(h->db, p.ranks, p.nranks, &q, &err);
+    if (!doc)
         return reply_error(c, 500, "%s", err.msg);
     c->cacheable = p.fresh;
     return reply_doc(c, doc);
+}
+
+/* The capture windows of ranks in a shard of a sharded ingest (the index
+ * keeps no counters). */
+static cJSON *windows_part(sqlite3 *db, const int *ranks, int nranks, void *arg, struct hm_err *err)
+{
+    struct qry_windows_req q = *(const struct qry_windows_req *)arg;
+    q.ranks = ranks, q.nranks = nranks;
+    return qry_windows(db, &q, err);
 }
 
 /* /api/windows?t0=&t1=&px=&ranks=: when ranks' GPU was not recorded (CUPTI
@@ -416,7 +441,9 @@ static int api_windows(struct qry_dbh *h, struct qry_call *c)
     qry_lod_extent(p.lod, &q.origin, &q.end);
     q.t0 = p.t0, q.t1 = p.t1, q.px = (int)px;
     q.ranks = p.nranks >= 0 ? p.ranks : NULL, q.nranks = p.nranks;
-    if (!(doc = qry_windows(h->db, &q, &err)))
+    doc = qry_shard_count(h->db) > 0 ? qry_shard_gather(h, q.ranks, q.nranks, "windows", windows_part, &q, &err)
+                                     : qry_windows(h->db, &q, &err);
+    if (!doc)
         return reply_error(c, 500, "%s", err.msg);
     c->cacheable = p.fresh;
     return reply_doc(c, doc);
@@ -750,33 +777,16 @@ static int api_sql(struct qry_dbh *h, struct qry_call *c)
     return reply_doc(c, doc);
 }
 
-/* The index of a sharded ingest keeps only the slices collectives and
- * steps name: the timeline and a slice are drawn from its shards
- * (shard_view.h), the search answers from the index (ranks, steps,
- * collectives, NVTX ranges; slice names only of the slices it keeps), and
- * the capture windows, drawn from every rank's last slices, are refused
- * rather than answered from the few. */
-static int in_shards(struct qry_dbh *h, struct qry_call *c, const char *p)
-{
-    static const char *const slice_views[] = {"windows"};
-
-    for (size_t i = 0; i < sizeof slice_views / sizeof *slice_views; i++)
-        if (!strncmp(p, slice_views[i], strlen(slice_views[i])) && qry_shard_count(h->db) > 0) {
-            reply_error(c, 501, "%.100s: this file is the index of a sharded ingest; its ranks' slices are in "
-                        "its shards (SELECT host, path, ranks FROM shards): serve a shard for its ranks' capture windows",
-                        c->path);
-            return 1;
-        }
-    return 0;
-}
-
+/* On the index of a sharded ingest (which keeps only the slices
+ * collectives and steps name, and no counters) the timeline, a slice, the
+ * memory counters and the capture windows are drawn from its shards
+ * (shard_view.h); the search answers from the index (ranks, steps,
+ * collectives, NVTX ranges; slice names only of the slices it keeps). */
 void qry_api_dispatch(struct qry_dbh *h, struct qry_call *c)
 {
     const char *p = c->path + strlen("/api/");
 
     c->cacheable = false;
-    if (!c->post && in_shards(h, c, p))
-        return;
     if (!strcmp(p, "sql"))
         c->post ? api_sql(h, c) : reply_error(c, 405, "use POST for /api/sql");
     else if (!strcmp(p, "capture"))

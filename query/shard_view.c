@@ -260,6 +260,86 @@ int qry_shard_timeline(struct qry_dbh *h, const struct qry_window *w, struct qry
     return rc;
 }
 
+/* The ranks asked for (every rank in a shard when ranks is NULL) with
+ * their shards, in the order asked; *n of them. */
+static int ranks_and_shards(sqlite3 *db, const int *ranks, int nranks, int **rk, int **sh, int *n, struct hm_err *err)
+{
+    sqlite3_stmt *st = NULL;
+    int cap = ranks ? nranks : 0, rc = 0;
+
+    *n = 0;
+    if (!ranks && sqlite3_prepare_v2(db, "SELECT count(*) FROM rank_shards", -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        cap = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    *rk = calloc((size_t)cap + 1, sizeof **rk);
+    *sh = calloc((size_t)cap + 1, sizeof **sh);
+    if (!*rk || !*sh)
+        return hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
+    const char *sql = ranks ? RANK_SHARD_SQL : "SELECT rank, shard FROM rank_shards ORDER BY rank";
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+        return hm_err_set(err, HM_ESQL, NULL, -1, "%s", sqlite3_errmsg(db));
+    for (int i = 0; ranks && i < nranks; i++) {
+        sqlite3_bind_int(st, 1, ranks[i]);
+        if (sqlite3_step(st) == SQLITE_ROW)
+            (*rk)[*n] = ranks[i], (*sh)[(*n)++] = sqlite3_column_int(st, 0);
+        sqlite3_reset(st);
+    }
+    while (!ranks && *n < cap && (rc = sqlite3_step(st)) == SQLITE_ROW)
+        (*rk)[*n] = sqlite3_column_int(st, 0), (*sh)[(*n)++] = sqlite3_column_int(st, 1);
+    sqlite3_finalize(st);
+    return 0;
+}
+
+cJSON *qry_shard_gather(struct qry_dbh *h, const int *ranks, int nranks, const char *key, qry_shard_part_fn part,
+                        void *arg, struct hm_err *err)
+{
+    int *rk = NULL, *sh = NULL, *sub = NULL, n = 0, truncated = 0;
+    cJSON *doc = NULL;
+
+    if (!h->shards && !(h->shards = calloc(1, sizeof *h->shards))) {
+        hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
+        return NULL;
+    }
+    if (ranks_and_shards(h->db, ranks, nranks, &rk, &sh, &n, err) == 0 && !(sub = calloc((size_t)n + 1, sizeof *sub)))
+        hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
+    for (int i = 0; sub && i < n; i++) {
+        int m = 0, seen = 0;
+        for (int k = 0; k < i; k++)
+            seen |= sh[k] == sh[i];
+        if (seen)
+            continue;
+        for (int k = i; k < n; k++)
+            if (sh[k] == sh[i])
+                sub[m++] = rk[k];
+        struct open_shard *s = shard_get(h->shards, h, sh[i], rk[i], (size_t)h->memory_mb * 1048576 / 4, err);
+        cJSON *one = s ? part(s->db, sub, m, arg, err) : NULL;
+        if (!one) {
+            cJSON_Delete(doc);
+            doc = NULL;
+            break;
+        }
+        truncated |= cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(one, "truncated"));
+        if (!doc) {
+            doc = one;
+            continue;
+        }
+        cJSON *to = cJSON_GetObjectItemCaseSensitive(doc, key), *from = cJSON_GetObjectItemCaseSensitive(one, key), *e;
+        while (to && from && (e = cJSON_DetachItemFromArray(from, 0)) != NULL)
+            cJSON_AddItemToArray(to, e);
+        cJSON_Delete(one);
+    }
+    /* no rank in any shard: the first part's empty answer, from the index */
+    if (sub && !doc && n == 0)
+        doc = part(h->db, rk, 0, arg, err);
+    if (doc && cJSON_GetObjectItemCaseSensitive(doc, "truncated"))
+        cJSON_ReplaceItemInObjectCaseSensitive(doc, "truncated", cJSON_CreateBool(truncated));
+    free(rk);
+    free(sh);
+    free(sub);
+    return doc;
+}
+
 int qry_shard_route(struct qry_dbh *h, int64_t id, struct qry_dbh *tmp, int64_t *local, struct hm_err *err)
 {
     int shard = (int)(id >> QRY_SHARD_ID_SHIFT), rank = -1;

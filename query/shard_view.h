@@ -7,6 +7,9 @@
 
 #include <stdint.h>
 
+#include <cjson/cJSON.h>
+#include <sqlite3.h>
+
 #include "common/err.h"
 #include "query_int.h"
 
@@ -20,6 +23,17 @@ void qry_shard_view_free(struct qry_shard_view *v);
  * the index's header and stitched NVTX rows, each shard's tracks. A missing
  * or incomplete shard fails the request, naming its file. */
 int qry_shard_timeline(struct qry_dbh *h, const struct qry_window *w, struct qry_buf *out, struct hm_err *err);
+
+/* One shard's part of an answer that is not the timeline (the memory
+ * counters, the capture windows): the document for these of its ranks. */
+typedef cJSON *(*qry_shard_part_fn)(sqlite3 *shard, const int *ranks, int nranks, void *arg, struct hm_err *err);
+
+/* The answer for ranks (every rank of the index when NULL) from their
+ * shards: part's document for the first shard, with the array `key` of
+ * every other shard's appended and "truncated" true if any was. NULL with
+ * err when a shard cannot be read (naming its file). */
+cJSON *qry_shard_gather(struct qry_dbh *h, const int *ranks, int nranks, const char *key, qry_shard_part_fn part,
+                        void *arg, struct hm_err *err);
 
 /* For a slice id of such an answer: *tmp becomes h with its shard's
  * connection and timeline state (borrowed: valid until the next call), and

@@ -157,9 +157,21 @@ start_server() {
 }
 get() { curl -s --max-time 20 -o "$2" -w '%{http_code}' "http://127.0.0.1:$PORT$1"; }
 tl='/api/timeline?t0=0&t1=2000000000&px=400&ranks=1,2,5'
+cq='/api/counters?t0=0&t1=2000000000&px=400&ranks=1,2,5'
+wq='/api/windows?t0=0&t1=2000000000&px=400'
+# The same answer whichever order the shards gave its rows in.
+same_rows() {
+    python3 -c 'import json,sys
+a, b = (json.load(open(f)) for f in sys.argv[2:])
+k = sys.argv[1]
+for d in (a, b): d[k].sort(key=json.dumps)
+sys.exit(0 if a == b else 1)' "$@"
+}
 if command -v curl > /dev/null && start_server syn-one.db serve-one.err; then
     get "$tl" one-tl.json > /dev/null
     get /api/heatmap one-hm.json > /dev/null
+    get "$cq" one-ct.json > /dev/null
+    get "$wq" one-win.json > /dev/null
     one_port=$PORT
     if start_server syn.db serve-index.err; then
         [ "$(get /api/report/stragglers body)" = 200 ] && grep -q '"straggler":[[:space:]]*3' body ||
@@ -169,6 +181,11 @@ if command -v curl > /dev/null && start_server syn-one.db serve-one.err; then
             fail "serve index: search $(head -c 300 body)"
         [ "$(get "$tl" sh-tl.json)" = 200 ] || fail "serve index: timeline $(head -c 300 sh-tl.json)"
         python3 "$SRC/tests/tools/timeline_same.py" one-tl.json sh-tl.json || fail "serve index: timeline differs"
+        # the timeline's memory rows and capture windows: from the shards (the index keeps no counters)
+        [ "$(get "$cq" sh-ct.json)" = 200 ] && same_rows series one-ct.json sh-ct.json &&
+            grep -q '"points"' sh-ct.json || fail "serve index: counters differ: $(head -c 300 sh-ct.json)"
+        [ "$(get "$wq" sh-win.json)" = 200 ] && same_rows windows one-win.json sh-win.json ||
+            fail "serve index: windows differ: $(head -c 300 sh-win.json)"
         ids=$(python3 -c 'import json,sys
 a, b = (json.load(open(f)) for f in sys.argv[1:])
 ta = {t["id"]: t for t in a["tracks"]}
