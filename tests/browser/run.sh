@@ -2,7 +2,8 @@
 # Browser tests of the web viewer, driven by Debian's chromium through
 # playwright-core: a 4-rank synthetic run with a straggler (rank 2), served
 # by `htamerge serve` (viewer.test.mjs); GPU memory rows on a device
-# fixture (memory.test.mjs); capture windows drawn on the live one
+# fixture (memory.test.mjs), also served from the index of a sharded
+# ingest of it; capture windows drawn on the live one
 # (windows.test.mjs); then live mode: the page opened on
 # `mpirun -n 2 htamerge --serve` while the job runs (live.test.mjs); then
 # the viewer at scale, on runs of 8, 256 and 1,024 ranks (scale.test.mjs).
@@ -41,12 +42,14 @@ serve() {
     port=$(serve_port "$T/serve.err") || { echo "FAIL: server did not start"; cat "$T/serve.err"; }
 }
 unserve() { kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; pid=; }
-# page_test FILE TEST: serves FILE and runs the page test TEST.mjs on it;
-# rc=1 when either fails.
+# page_test FILE TEST [OUT]: serves FILE and runs the page test TEST.mjs on
+# it (screenshots in OUT); rc=1 when either fails.
 page_test() {
+    local o=${3:-$out}
+    mkdir -p "$o"
     serve "$1"
     if [ -n "$port" ]; then
-        timeout -k 5 120 node "$here/$2.mjs" "http://127.0.0.1:$port/" "$out" "$CHROMIUM" || rc=1
+        timeout -k 5 120 node "$here/$2.mjs" "http://127.0.0.1:$port/" "$o" "$CHROMIUM" || rc=1
     else
         rc=1
     fi
@@ -69,6 +72,20 @@ if "$H" ingest -q -o "$T/memory.db" "$src/tests/fixtures/gpu/memory4"; then
     page_test "$T/memory.db" memory.test
 else
     echo "FAIL: could not ingest the memory fixture"; rc=1
+fi
+# The same through the index of a sharded ingest (ranks 0-1 on host a, 2-3
+# on b, simulated): its timeline and memory rows come from the shards.
+for h in a b; do mkdir -p "$T/hosts/$h/traces"; done
+for r in 0 1 2 3; do
+    h=a; [ $r -ge 2 ] && h=b
+    cp "$src"/tests/fixtures/gpu/memory4/rank$r.*.json.gz "$T/hosts/$h/traces/"
+done
+if timeout -k 5 90 mpirun --oversubscribe --bind-to none -n 5 -x HM_HOSTS="0:a 3:b" -x HM_ROOT="$T/hosts" \
+        "$src/tests/tools/sim_host.sh" "$H" ingest -q --node-local --shards -o "$T/sharded.db" traces \
+        >"$T/sharded.log" 2>&1; then
+    page_test "$T/sharded.db" memory.test "$out/sharded"
+else
+    echo "FAIL: could not make the sharded ingest"; cat "$T/sharded.log"; rc=1
 fi
 
 # Capture windows, on the live device fixture of 4 ranks with the counters
