@@ -7,7 +7,9 @@ where the step lies in the budget's cycle (inside a window, the first steps
 after one, the rest of the pause), to see what a window costs after it ends;
 and what CUPTI cost inside the process: the steps' total against as many
 steps at the mean detached step (from step 10 on, and from step 100 on, as
-the loops' own ms/batch are taken), start-up and windows included.
+the loops' own ms/batch are taken), start-up and windows included; steps
+over 5x the median (an evaluation between epochs) left out of both, and
+counted under long_steps [count, seconds].
 
 usage: budget_summary.py FILE.db LABEL"""
 import json
@@ -39,10 +41,20 @@ def by_position(rs, iv):
     return {k: [round(sum(v) / len(v), 3), len(v)] for k, v in sorted(groups.items())}
 
 
+def training(rs):
+    """The steps less those over 5x the median: the hooks' step that holds
+    an evaluation or a checkpoint between epochs (no backward in it, so no
+    new step) would count seconds as one detached step."""
+    if not rs:
+        return rs
+    med = sorted(b - a for n, a, b in rs)[len(rs) // 2]
+    return [(n, a, b) for n, a, b in rs if b - a <= 5 * med]
+
+
 def excess(rs, iv, first):
     """Sum of the steps from `first` on over as many detached steps, minus 1;
     detached = steps that touch no recording interval."""
-    rs = [(n, a, b) for n, a, b in rs if n is not None and n >= first]
+    rs = [(n, a, b) for n, a, b in training(rs) if n is not None and n >= first]
     off = [b - a for n, a, b in rs if not any(x < b and a < y for x, y in iv)]
     if not rs or len(off) < 10:
         return None
@@ -100,13 +112,16 @@ def main():
         inside = [n for n, a, b in rs if any(x <= a + 2e6 and b - 2e6 <= y for x, y in iv)]
         attached = sum(y - x for x, y in iv) / 1e9
         out["ranks"][r] = {"steps": len(rs), "recorded_steps": len(inside),
-                           "step_ms_by_position": by_position(rs, iv),
+                           "step_ms_by_position": by_position(training(rs), iv),
+                           "long_steps": [len(rs) - len(training(rs)),
+                                          round(sum(b - a for n, a, b in rs) / 1e9 -
+                                                sum(b - a for n, a, b in training(rs)) / 1e9, 2)],
                            "recorded_step_list": inside[:400], "attached_s": round(attached, 2),
                            "attached_share": round(attached / secs, 4) if secs else None,
                            "windows": len(iv), "excess_from_10": excess(rs, iv, 10),
                            "excess_from_100": excess(rs, iv, 100),
                            # detached steps' mean ms per 250 steps: a cost that grows with the run
-                           "detached_ms_by_250": series(rs, iv, 250)}
+                           "detached_ms_by_250": series(training(rs), iv, 250)}
     print(json.dumps(out))
 
 
