@@ -133,7 +133,7 @@ static int ingest_parallel(int argc, char **argv, const struct mrg_ingest_opts *
     if (shards)
         rc = mrg_ingest_sharded(&list, opts, &st, &err);
     else if (rank == 0)
-        rc = mrg_ingest_mpi_merge(list.files, list.nfiles, size, opts, &st, &err);
+        rc = mrg_ingest_mpi_merge(list.files, list.nfiles, opts, &st, &err);
     else
         rc = col_ingest_send(&list, opts->keep_args, &err);
     col_ingest_list_free(&list);

@@ -182,9 +182,9 @@ static double aim(const struct cap_budget *b)
  * 1.5 % of a 10 s run). Never below a quarter, so windows keep coming. */
 static double windows_aim(const struct cap_budget *b, int64_t now_ns)
 {
-    double a = aim(b);
-    if (b->debt_ns > 0 && b->o.repay_ns > 0 && now_ns < b->repay_from_ns + b->o.repay_ns) {
-        double paid = a - b->debt_ns / (double)b->o.repay_ns;
+    double a = aim(b), debt = cap_budget_debt_ns(b);
+    if (debt > 0 && b->o.repay_ns > 0 && now_ns < b->repay_from_ns + b->o.repay_ns) {
+        double paid = a - debt / (double)b->o.repay_ns;
         a = paid > a / 4 ? paid : a / 4;
     }
     return a;
@@ -203,13 +203,12 @@ static void note_startup(struct cap_budget *b, const struct hm_capture_progress 
     b->startup_allowed_ns = ((double)(now_ns - b->started_ns) + lead_ns) * aim(b);
 }
 
-/* What the start-up cost above the budget, at today's estimate of CUPTI's
- * cost while attached (the first estimate, from the model, was three
- * times the measured one on a launch-bound LSTM). */
-static void update_debt(struct cap_budget *b)
+/* At today's estimate of the cost while attached: the first estimate,
+ * from the model, was three times the measured one on a launch-bound LSTM. */
+double cap_budget_debt_ns(const struct cap_budget *b)
 {
     double spent = b->startup_busy_ns * b->cost;
-    b->debt_ns = spent > b->startup_allowed_ns ? spent - b->startup_allowed_ns : 0;
+    return spent > b->startup_allowed_ns ? spent - b->startup_allowed_ns : 0;
 }
 
 /* The plan that keeps cost within the budget; 1 when it differs enough
@@ -348,7 +347,6 @@ int cap_budget_tick(struct cap_budget *b, const struct hm_capture_progress *pr, 
         b->plan.mode = HM_CAPTURE_UNSET;   /* forces a new plan below */
     if (!b->repay_from_ns && b->cost > aim(b))
         note_startup(b, pr, now_ns);
-    update_debt(b);
     int changed = plan_windows(b, pr, now_ns);
     if (changed)
         b->plan.est_cost_pct = b->cost * 100.0;

@@ -52,7 +52,6 @@ struct cap_budget {
                                          plan's length cost; < 0 none */
     int have_last;
     int64_t peers_min_step, peers_max_step;  /* the other ranks' steps (cap_budget_peers); -1 none */
-    double debt_ns;                   /* the start-up's cost above the budget, to pay back */
     int64_t repay_from_ns;            /* when the first windows were planned */
     double startup_busy_ns;           /* the start-up's attached time at the training's rate */
     double startup_allowed_ns;        /* what the budget allowed over the start-up */
@@ -83,6 +82,12 @@ int cap_budget_request(struct cap_budget *b, const struct hm_capture_progress *p
 /* 1 once the current request's steps (or time) are past on rank 0. */
 int cap_budget_request_done(const struct cap_budget *b, const struct hm_capture_progress *pr,
                             int64_t now_ns);
+
+/* What the start-up cost above the budget, to pay back by sparser
+ * windows: its attached time at the training's record rate, at today's
+ * estimate of CUPTI's cost while attached, less what the budget allowed
+ * over it. 0 before the first plan of windows. */
+double cap_budget_debt_ns(const struct cap_budget *b);
 
 /* One line on the plan for the job's log ("CUPTI in windows of 3 steps in
  * 40 (est. 14 % while attached, budget 2 %)"). */

@@ -41,10 +41,10 @@ struct mrg_ingest_opts {
 int mrg_ingest(char *const *files, size_t nfiles, const struct mrg_ingest_opts *opts,
                struct mrg_ingest_stats *stats, struct hm_err *err);
 
-/* Rank 0 of a parallel ingest (`mpirun -n N htamerge ingest`): ranks
- * 1..size-1 read the files (collector/ingest_send.h) and send records;
- * this merges them. Collective over MPI_COMM_WORLD. */
-int mrg_ingest_mpi_merge(char *const *files, size_t nfiles, int size, const struct mrg_ingest_opts *opts,
+/* Rank 0 of a parallel ingest (`mpirun -n N htamerge ingest`): the other
+ * ranks read the files (collector/ingest_send.h) and send records; this
+ * merges them. Collective over MPI_COMM_WORLD. */
+int mrg_ingest_mpi_merge(char *const *files, size_t nfiles, const struct mrg_ingest_opts *opts,
                          struct mrg_ingest_stats *stats, struct hm_err *err);
 
 #endif

@@ -57,6 +57,7 @@ struct order {
     int *from;               /* early[i]'s reader; -1: a file error (no credit) */
     size_t next;             /* the file to store next */
     MPI_Comm comm;           /* the readers' (role->comm) */
+    int size;                /* comm's */
     MPI_Comm up;             /* a host writer's link to the index writer, or MPI_COMM_NULL */
     int up_credit;           /* batches it may still forward */
     int index;               /* the index writer of a sharded ingest */
@@ -72,7 +73,7 @@ struct order {
  * against them the ranks it stores from then on. It never waits for them:
  * a rank stored before stays unshifted and is re-timed at the end. */
 
-static void tell_ref(struct mrg_store *s, struct order *o, int size, int at_end)
+static void tell_ref(struct mrg_store *s, struct order *o, int at_end)
 {
     const struct mrg_clock_guess *g = &s->guess;
     int64_t head[2] = {g->ref, g->ref >= 0 ? (int64_t)g->n : 0};
@@ -86,7 +87,7 @@ static void tell_ref(struct mrg_store *s, struct order *o, int size, int at_end)
     memcpy(buf, head, sizeof head);
     if (head[1])
         memcpy(buf + sizeof head, g->calls, (size_t)head[1] * sizeof *g->calls);
-    for (int r = 1; r < size; r++)
+    for (int r = 1; r < o->size; r++)
         MPI_Send(buf, (int)bytes, MPI_BYTE, r, HM_TAG_GUESS_REF, o->comm);
     free(buf);
     o->ref_told = 1;
@@ -160,13 +161,12 @@ static int keep_raw(const struct order *o, struct mrg_slot *slot, const void *bu
 static int store_now(struct mrg_store *s, struct order *o, size_t i, struct mrg_slot *slot, int from,
                      struct hm_err *err)
 {
-    int rc = forward(o, slot, err), one = 1, size;
+    int rc = forward(o, slot, err), one = 1;
 
     take_ref(s, o);
     if (rc == 0)
         rc = mrg_store_slot(s, i, slot, err);
-    MPI_Comm_size(o->comm, &size);
-    tell_ref(s, o, size, 0);
+    tell_ref(s, o, 0);
     mrg_release_slot(slot);
     if (from >= 0 && MPI_Send(&one, 1, MPI_INT, from, HM_TAG_CREDIT, o->comm) != MPI_SUCCESS && rc == 0)
         rc = hm_err_set(err, HM_EMPI, NULL, -1, "cannot reach rank %d", from);
@@ -341,14 +341,14 @@ static int on_file_error(struct mrg_store *s, struct order *o, const struct hm_m
 /* Receives until every other rank sent DONE. Returns the first failure;
  * failed: one before the first message (then nothing is stored, but the
  * readers still get their credits). t: where the time went. */
-static int receive_all(struct mrg_store *s, struct order *o, int size, uint64_t total, int failed,
+static int receive_all(struct mrg_store *s, struct order *o, uint64_t total, int failed,
                        struct r0_time *t, struct hm_err *err)
 {
     uint8_t *buf = NULL;
     size_t cap = 0;
     int done = 0, rc = failed;
 
-    while (done < size - 1) {
+    while (done < o->size - 1) {
         MPI_Status st;
         int len = 0, r;
         MPI_Probe(MPI_ANY_SOURCE, MPI_ANY_TAG, o->comm, &st);
@@ -438,11 +438,11 @@ static void phase_done(const char *what, double *since, const struct mrg_store *
     *since = now;
 }
 
-static void say_goodbye(MPI_Comm comm, int size)
+static void say_goodbye(const struct order *o)
 {
     struct hm_msg_done fin = {0};
-    for (int r = 1; r < size; r++)
-        MPI_Send(&fin, sizeof fin, MPI_BYTE, r, HM_TAG_DONE, comm);
+    for (int r = 1; r < o->size; r++)
+        MPI_Send(&fin, sizeof fin, MPI_BYTE, r, HM_TAG_DONE, o->comm);
 }
 
 /* A host writer, its readers done: tells the index writer it is done too
@@ -473,12 +473,11 @@ static int up_done(struct mrg_store *s, struct order *o, struct hm_err *err)
     }
 }
 
-int mrg_ingest_mpi_merge(char *const *files, size_t nfiles, int size, const struct mrg_ingest_opts *opts,
+int mrg_ingest_mpi_merge(char *const *files, size_t nfiles, const struct mrg_ingest_opts *opts,
                          struct mrg_ingest_stats *stats, struct hm_err *err)
 {
     struct mrg_mpi_role role = {.comm = MPI_COMM_WORLD, .up = MPI_COMM_NULL};
 
-    (void)size;
     return mrg_ingest_mpi_run(files, nfiles, &role, opts, stats, err);
 }
 
@@ -497,15 +496,14 @@ int mrg_ingest_mpi_run(char *const *files, size_t nfiles, const struct mrg_mpi_r
                           .guess = {.on = !host_writer, .ref = -1}};   /* a host writer's: take_ref */
     struct xr_view view = {0};
     struct order ord = {calloc(nfiles + 1, sizeof *ord.early), calloc(nfiles + 1, sizeof *ord.from), 0,
-                        role->comm, role->up, HM_CREDIT_INITIAL, role->index, 0};
+                        role->comm, 0, role->up, HM_CREDIT_INITIAL, role->index, 0};
     uint64_t total = 0;
-    int size;
     double t0 = hm_mono_s(), t_phase = t0;
     struct r0_time t = {host_writer ? "shard" : role->index ? "index" : "writer", 0, 0, 0};
     struct stat sb;
     int rc;
 
-    MPI_Comm_size(role->comm, &size);
+    MPI_Comm_size(role->comm, &ord.size);
     memset(stats, 0, sizeof *stats);
     for (size_t i = 0; i < nfiles; i++)
         if (stat(files[i], &sb) == 0)
@@ -523,7 +521,7 @@ int mrg_ingest_mpi_run(char *const *files, size_t nfiles, const struct mrg_mpi_r
     {
         struct hm_err rerr;
         hm_err_clear(&rerr);
-        int r = receive_all(&s, &ord, size, total, rc, &t, rc ? &rerr : err);
+        int r = receive_all(&s, &ord, total, rc, &t, rc ? &rerr : err);
         if (rc == 0)
             rc = r;
         /* Parked files left mean a file never came: store the rest anyway. */
@@ -533,8 +531,8 @@ int mrg_ingest_mpi_run(char *const *files, size_t nfiles, const struct mrg_mpi_r
     }
     free(ord.early);
     free(ord.from);
-    tell_ref(&s, &ord, size, 1);   /* before the goodbye, which host writers wait for after it */
-    say_goodbye(role->comm, size);
+    tell_ref(&s, &ord, 1);   /* before the goodbye, which host writers wait for after it */
+    say_goodbye(&ord);
     {
         struct hm_err uerr;
         int r = up_done(&s, &ord, rc ? &uerr : err);

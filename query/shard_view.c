@@ -184,22 +184,73 @@ static void translate(const struct open_shard *s, cJSON *doc, cJSON *tracks, cJS
     }
 }
 
-#define RANK_SHARD_SQL "SELECT shard FROM rank_shards WHERE rank = ?1"
+/* The ranks asked for (every rank in a shard when ranks is NULL) that a
+ * shard holds, with their shards, in the order asked: *n of them in *rk
+ * and *sh (owned by the caller, also on failure). */
+static int ranks_and_shards(sqlite3 *db, const int *ranks, int nranks, int **rk, int **sh, int *n, struct hm_err *err)
+{
+    sqlite3_stmt *st = NULL;
+    int cap = ranks ? nranks : 0, step = SQLITE_ROW;
+
+    *n = 0;
+    if (!ranks && sqlite3_prepare_v2(db, "SELECT count(*) FROM rank_shards", -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        cap = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    *rk = calloc((size_t)cap + 1, sizeof **rk);
+    *sh = calloc((size_t)cap + 1, sizeof **sh);
+    if (!*rk || !*sh)
+        return hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
+    const char *sql = ranks ? "SELECT shard FROM rank_shards WHERE rank = ?1"
+                            : "SELECT rank, shard FROM rank_shards ORDER BY rank";
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+        return hm_err_set(err, HM_ESQL, NULL, -1, "%s", sqlite3_errmsg(db));
+    for (int i = 0; ranks && i < nranks && step != SQLITE_ERROR; i++) {
+        sqlite3_bind_int(st, 1, ranks[i]);
+        if ((step = sqlite3_step(st)) == SQLITE_ROW)
+            (*rk)[*n] = ranks[i], (*sh)[(*n)++] = sqlite3_column_int(st, 0);
+        sqlite3_reset(st);
+    }
+    while (!ranks && *n < cap && (step = sqlite3_step(st)) == SQLITE_ROW)
+        (*rk)[*n] = sqlite3_column_int(st, 0), (*sh)[(*n)++] = sqlite3_column_int(st, 1);
+    int bad = step != SQLITE_ROW && step != SQLITE_DONE;
+    sqlite3_finalize(st);
+    return bad ? hm_err_set(err, HM_ESQL, NULL, -1, "reading rank_shards: %s", sqlite3_errmsg(db)) : 0;
+}
+
+/* The ranks of the group that begins at i (the first of rk whose shard is
+ * sh[i]) into sub; 0 when sh[i]'s group began earlier. */
+static int shard_group(const int *rk, const int *sh, int n, int i, int *sub)
+{
+    int m = 0;
+
+    for (int k = 0; k < i; k++)
+        if (sh[k] == sh[i])
+            return 0;
+    for (int k = i; k < n; k++)
+        if (sh[k] == sh[i])
+            sub[m++] = rk[k];
+    return m;
+}
+
+static struct open_shard *group_shard(struct qry_dbh *h, int id, int rank, struct hm_err *err)
+{
+    if (!h->shards && !(h->shards = calloc(1, sizeof *h->shards))) {
+        hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
+        return NULL;
+    }
+    return shard_get(h->shards, h, id, rank, (size_t)h->memory_mb * 1048576 / 4, err);
+}
 
 int qry_shard_timeline(struct qry_dbh *h, const struct qry_window *w, struct qry_buf *out, struct hm_err *err)
 {
     struct qry_buf b = {0};
     cJSON *doc = NULL, *tracks = NULL, *names = NULL;
-    sqlite3_stmt *st = NULL;
-    int *shard = calloc((size_t)w->nranks + 1, sizeof *shard), *sub = calloc((size_t)w->nranks + 1, sizeof *sub);
-    int rc = shard && sub ? 0 : hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
+    int *rk = NULL, *sh = NULL, *sub = NULL, n = 0;
     char *text;
-
-    if (rc == 0 && !h->shards && !(h->shards = calloc(1, sizeof *h->shards)))
-        rc = hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
     /* The index's own answer: the header, the stitched NVTX rows, names. */
-    if (rc == 0)
-        rc = qry_timeline(h->lod, w, &b, err);
+    int rc = qry_timeline(h->lod, w, &b, err);
+
     if (rc == 0 && !(doc = cJSON_Parse(b.p)))
         rc = hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
     qry_buf_free(&b);
@@ -207,34 +258,19 @@ int qry_shard_timeline(struct qry_dbh *h, const struct qry_window *w, struct qry
         tracks = cJSON_CreateArray();
         names = cJSON_GetObjectItemCaseSensitive(doc, "names");
         cJSON_ReplaceItemInObjectCaseSensitive(doc, "tracks", tracks);
-        if (sqlite3_prepare_v2(h->db, RANK_SHARD_SQL, -1, &st, NULL) != SQLITE_OK)
-            rc = hm_err_set(err, HM_ESQL, NULL, -1, "%s", sqlite3_errmsg(h->db));
+        rc = ranks_and_shards(h->db, w->ranks, w->nranks, &rk, &sh, &n, err);
     }
-    for (int i = 0; rc == 0 && i < w->nranks; i++) {
-        sqlite3_bind_int(st, 1, w->ranks[i]);
-        shard[i] = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : 0;
-        sqlite3_reset(st);
-    }
-    sqlite3_finalize(st);
+    if (rc == 0 && !(sub = calloc((size_t)n + 1, sizeof *sub)))
+        rc = hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
     /* Shard by shard, in the order of the ranks asked for. */
-    for (int i = 0; rc == 0 && i < w->nranks; i++) {
+    for (int i = 0; rc == 0 && i < n; i++) {
         struct open_shard *s;
         struct qry_window sw = *w;
         cJSON *part;
-        int n = 0;
-        if (shard[i] <= 0)
+        if (!(sw.nranks = shard_group(rk, sh, n, i, sub)))
             continue;
-        for (int k = 0; k < i; k++)
-            if (shard[k] == shard[i])
-                n = -1;
-        if (n < 0)
-            continue;
-        for (int k = i; k < w->nranks; k++)
-            if (shard[k] == shard[i])
-                sub[n++] = w->ranks[k];
         sw.ranks = sub;
-        sw.nranks = n;
-        if (!(s = shard_get(h->shards, h, shard[i], w->ranks[i], (size_t)h->memory_mb * 1048576 / 4, err))) {
+        if (!(s = group_shard(h, sh[i], rk[i], err))) {
             rc = err->code ? err->code : HM_EIO;
             break;
         }
@@ -255,64 +291,24 @@ int qry_shard_timeline(struct qry_dbh *h, const struct qry_window *w, struct qry
         qry_buf_puts(out, text);
     free(text);
     cJSON_Delete(doc);
-    free(shard);
+    free(rk);
+    free(sh);
     free(sub);
     return rc;
-}
-
-/* The ranks asked for (every rank in a shard when ranks is NULL) with
- * their shards, in the order asked; *n of them. */
-static int ranks_and_shards(sqlite3 *db, const int *ranks, int nranks, int **rk, int **sh, int *n, struct hm_err *err)
-{
-    sqlite3_stmt *st = NULL;
-    int cap = ranks ? nranks : 0, rc = 0;
-
-    *n = 0;
-    if (!ranks && sqlite3_prepare_v2(db, "SELECT count(*) FROM rank_shards", -1, &st, NULL) == SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_ROW)
-        cap = sqlite3_column_int(st, 0);
-    sqlite3_finalize(st);
-    *rk = calloc((size_t)cap + 1, sizeof **rk);
-    *sh = calloc((size_t)cap + 1, sizeof **sh);
-    if (!*rk || !*sh)
-        return hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
-    const char *sql = ranks ? RANK_SHARD_SQL : "SELECT rank, shard FROM rank_shards ORDER BY rank";
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-        return hm_err_set(err, HM_ESQL, NULL, -1, "%s", sqlite3_errmsg(db));
-    for (int i = 0; ranks && i < nranks; i++) {
-        sqlite3_bind_int(st, 1, ranks[i]);
-        if (sqlite3_step(st) == SQLITE_ROW)
-            (*rk)[*n] = ranks[i], (*sh)[(*n)++] = sqlite3_column_int(st, 0);
-        sqlite3_reset(st);
-    }
-    while (!ranks && *n < cap && (rc = sqlite3_step(st)) == SQLITE_ROW)
-        (*rk)[*n] = sqlite3_column_int(st, 0), (*sh)[(*n)++] = sqlite3_column_int(st, 1);
-    sqlite3_finalize(st);
-    return 0;
 }
 
 cJSON *qry_shard_gather(struct qry_dbh *h, const int *ranks, int nranks, const char *key, qry_shard_part_fn part,
                         void *arg, struct hm_err *err)
 {
-    int *rk = NULL, *sh = NULL, *sub = NULL, n = 0, truncated = 0;
+    int *rk = NULL, *sh = NULL, *sub = NULL, n = 0, m, truncated = 0;
     cJSON *doc = NULL;
 
-    if (!h->shards && !(h->shards = calloc(1, sizeof *h->shards))) {
-        hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
-        return NULL;
-    }
     if (ranks_and_shards(h->db, ranks, nranks, &rk, &sh, &n, err) == 0 && !(sub = calloc((size_t)n + 1, sizeof *sub)))
         hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
     for (int i = 0; sub && i < n; i++) {
-        int m = 0, seen = 0;
-        for (int k = 0; k < i; k++)
-            seen |= sh[k] == sh[i];
-        if (seen)
+        if (!(m = shard_group(rk, sh, n, i, sub)))
             continue;
-        for (int k = i; k < n; k++)
-            if (sh[k] == sh[i])
-                sub[m++] = rk[k];
-        struct open_shard *s = shard_get(h->shards, h, sh[i], rk[i], (size_t)h->memory_mb * 1048576 / 4, err);
+        struct open_shard *s = group_shard(h, sh[i], rk[i], err);
         cJSON *one = s ? part(s->db, sub, m, arg, err) : NULL;
         if (!one) {
             cJSON_Delete(doc);
@@ -329,7 +325,7 @@ cJSON *qry_shard_gather(struct qry_dbh *h, const int *ranks, int nranks, const c
             cJSON_AddItemToArray(to, e);
         cJSON_Delete(one);
     }
-    /* no rank in any shard: the first part's empty answer, from the index */
+    /* no rank in any shard: the part's empty answer, from the index */
     if (sub && !doc && n == 0)
         doc = part(h->db, rk, 0, arg, err);
     if (doc && cJSON_GetObjectItemCaseSensitive(doc, "truncated"))
@@ -354,9 +350,7 @@ int qry_shard_route(struct qry_dbh *h, int64_t id, struct qry_dbh *tmp, int64_t 
     sqlite3_finalize(st);
     if (rank < 0)
         return hm_err_set(err, HM_EEMPTY, NULL, -1, "no shard %d", shard);
-    if (!h->shards && !(h->shards = calloc(1, sizeof *h->shards)))
-        return hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
-    if (!(s = shard_get(h->shards, h, shard, rank, (size_t)h->memory_mb * 1048576 / 4, err)))
+    if (!(s = group_shard(h, shard, rank, err)))
         return err->code ? err->code : HM_EIO;
     *tmp = *h;
     tmp->db = s->db;

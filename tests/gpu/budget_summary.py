@@ -52,9 +52,9 @@ def training(rs):
 
 
 def excess(rs, iv, first):
-    """Sum of the steps from `first` on over as many detached steps, minus 1;
-    detached = steps that touch no recording interval."""
-    rs = [(n, a, b) for n, a, b in training(rs) if n is not None and n >= first]
+    """Sum of the training steps rs from `first` on over as many detached
+    steps, minus 1; detached = steps that touch no recording interval."""
+    rs = [(n, a, b) for n, a, b in rs if n is not None and n >= first]
     off = [b - a for n, a, b in rs if not any(x < b and a < y for x, y in iv)]
     if not rs or len(off) < 10:
         return None
@@ -109,19 +109,19 @@ def main():
         if on_since is not None:
             iv.append((on_since, t1))
         rs = [(n, a, b) for rr, n, a, b in steps if rr == r]
+        tr = training(rs)
         inside = [n for n, a, b in rs if any(x <= a + 2e6 and b - 2e6 <= y for x, y in iv)]
         attached = sum(y - x for x, y in iv) / 1e9
         out["ranks"][r] = {"steps": len(rs), "recorded_steps": len(inside),
-                           "step_ms_by_position": by_position(training(rs), iv),
-                           "long_steps": [len(rs) - len(training(rs)),
-                                          round(sum(b - a for n, a, b in rs) / 1e9 -
-                                                sum(b - a for n, a, b in training(rs)) / 1e9, 2)],
+                           "step_ms_by_position": by_position(tr, iv),
+                           "long_steps": [len(rs) - len(tr), round((sum(b - a for n, a, b in rs) -
+                                                                   sum(b - a for n, a, b in tr)) / 1e9, 2)],
                            "recorded_step_list": inside[:400], "attached_s": round(attached, 2),
                            "attached_share": round(attached / secs, 4) if secs else None,
-                           "windows": len(iv), "excess_from_10": excess(rs, iv, 10),
-                           "excess_from_100": excess(rs, iv, 100),
+                           "windows": len(iv), "excess_from_10": excess(tr, iv, 10),
+                           "excess_from_100": excess(tr, iv, 100),
                            # detached steps' mean ms per 250 steps: a cost that grows with the run
-                           "detached_ms_by_250": series(training(rs), iv, 250)}
+                           "detached_ms_by_250": series(tr, iv, 250)}
     print(json.dumps(out))
 
 
