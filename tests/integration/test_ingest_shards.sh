@@ -30,12 +30,22 @@ export HM_HOSTS="0:a 3:b 5:c"
 export HM_ROOT=$T
 mkdir -p a b c
 
-# spread DIR NAME: DIR's files, grouped by rank file name (WORKER.*), two
-# workers a host in name order, into HOST/NAME; all into all-NAME.
+# workers DIR: DIR's rank file names (WORKER.*) in the order of the rank
+# their traces carry (the names hold pids, whose order is not the ranks').
+workers() {
+    local w
+    for w in $(ls "$1" | sed 's/\..*//' | sort -u); do
+        set -- "$1" "$1/$w".*
+        printf '%s %s\n' "$(zcat -f "$2" | head -c 4096 | grep -o '"rank": *[0-9]*' | head -n 1 | grep -o '[0-9]*$')" "$w"
+    done | sort -n | cut -d' ' -f2
+}
+
+# spread DIR NAME: DIR's files, grouped by worker, two workers a host in
+# rank order, into HOST/NAME; all into all-NAME.
 spread() {
     local i=0 w h
     mkdir -p a/"$2" b/"$2" c/"$2" all-"$2"
-    for w in $(ls "$1" | sed 's/\..*//' | sort -u); do
+    for w in $(workers "$1"); do
         h=a; [ $i -ge 2 ] && h=b; [ $i -ge 4 ] && h=c
         cp "$1/$w".* "$h/$2/"; cp "$1/$w".* all-"$2"/
         i=$((i + 1))
