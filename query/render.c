@@ -82,7 +82,7 @@ static void render_csv_table(const cJSON *rows, FILE *out)
 
 /* The colour of a scalar fact that needs attention, or NULL: a straggler
  * found, a run that did not complete, ranks or programs that failed,
- * events that were skipped. */
+ * events that were skipped, data that live capture lost. */
 static const char *fact_color(const cJSON *m)
 {
     const char *k = m->string;
@@ -94,6 +94,8 @@ static const char *fact_color(const cJSON *m)
     if ((!strcmp(k, "incomplete_ranks") || !strcmp(k, "failed_programs")) && !cJSON_IsNull(m))
         return ANSI_RED;
     if (!strcmp(k, "skipped_events") && cJSON_IsNumber(m) && m->valuedouble > 0)
+        return ANSI_YELLOW;
+    if (!strcmp(k, "capture_lost"))
         return ANSI_YELLOW;
     return NULL;
 }

@@ -8,6 +8,7 @@
 
 #include "hm_sql.h"
 #include "rank_view.h"
+#include "capture_losses.h"
 #include "shards.h"
 #include "report_int.h"
 #include "window.h"
@@ -57,8 +58,8 @@ static const struct qry_rank_view view_memory = {"ranks", {"peak_allocated_bytes
 static const struct qry_rank_view view_stragglers = {"ranks", {"blame_us", "late_count", "-wait_us"},
                                                      QRY_RV_PAST_TOP | QRY_RV_SPREAD, NULL};
 
-/* Run facts, the verdict, the definitions used, then the per-rank numbers
- * and the skipped events. */
+/* Run facts, the verdict, the definitions used, what live capture lost,
+ * then the per-rank numbers and the skipped events. */
 static int build_summary(sqlite3 *db, const struct qry_report_opts *o, cJSON *doc, struct hm_err *err)
 {
     int rc = stand_ins(db, err);
@@ -73,6 +74,8 @@ static int build_summary(sqlite3 *db, const struct qry_report_opts *o, cJSON *do
         rc = hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
     if (rc == 0)   /* after the facts: summary is not a QRY_TOPIC_GPU_TIME topic */
         rc = qry_report_recording_note(db, doc, err);
+    if (rc == 0)
+        rc = qry_capture_losses(db, doc, err);
     if (rc == 0)
         rc = qry_report_rows(db, o, hm_sql_report_summary_ranks, doc, "ranks", err);
     if (rc == 0)
@@ -214,7 +217,7 @@ static int build_nvtx(sqlite3 *db, const struct qry_report_opts *o, cJSON *doc, 
 }
 
 const struct qry_topic qry_topics[] = {
-    {"summary", "run facts, per-rank headline numbers, skipped events (default)", 0, build_summary},
+    {"summary", "run facts, per-rank headline numbers, skipped events, capture losses (default)", 0, build_summary},
     {"temporal", "GPU time per rank: idle / compute / non-compute, as HTA computes it",
      QRY_TOPIC_GPU_TIME | QRY_TOPIC_WINDOW, build_temporal},
     {"overlap", "share of communication time overlapped by computation, per rank",

@@ -112,6 +112,20 @@ R=$(dirname "$H")/ring_producer
 run_mpi 60 -n 2 "$H" -o ring.db "$R" --records 20000 --threads 4 > ring.log 2>&1 || fail "ring run"
 [ "$(sql1 ring.db "SELECT group_concat(n, ' ') FROM (SELECT count(*) AS n FROM slices s JOIN tracks t ON t.id = s.track GROUP BY t.rank)")" = "20000 20000" ] \
     || fail "ring records lost"
+"$H" report ring.db summary --format json | grep -q capture_lost && fail "ring: a loss reported where none was"
+# A ring too small for the producers: the records it refused are counted
+# and `report summary` says so, per rank and in one sentence, never silently.
+HTAMERGE_RING_BYTES=64K run_mpi 60 -n 2 -x HTAMERGE_RING_BYTES "$H" -o small.db "$R" --records 200000 --threads 4 \
+    > small.log 2>&1 || fail "small ring run"
+dropped=$(awk '/^ring_producer: / { n += $4 } END { print n + 0 }' small.log)
+"$H" report small.db summary --format json > small.json || fail "small ring: report"
+python3 -c 'import json, sys
+d = json.load(open(sys.argv[1])); n = int(sys.argv[2])
+rows = d.get("capture_losses", [])
+assert n > 0, "the producers dropped nothing: the test proves nothing"
+assert sum(r["count"] for r in rows if r["what"] == "ring dropped records") == n, rows
+assert "%d ring dropped records on" % n in d.get("capture_lost", ""), d.get("capture_lost")' small.json "${dropped:-0}" ||
+    fail "small ring: losses not reported: $(head -c 600 small.json)"
 
 # 8. A stop signal (what mpirun or srun sends on Ctrl-C): the child is
 #    stopped cleanly, the file says incomplete, the data is kept. (SIGINT
