@@ -20,6 +20,8 @@
 #define LEAD_S 0.3       /* a plan reaches every rank well within this */
 #define LEAD_STEPS 2     /* and never fewer steps ahead than this */
 #define MAX_ON_STEPS 20
+#define WRITER_MARGIN 0.8   /* of the writer's rate, for the rows that are not CUPTI's */
+#define WRITER_ROWS_S 1.0e6 /* the live merger: 0.94-1.2 M rows per busy second (bench/live.sh) */
 
 /* What one record costs, from CUPTI's per-kernel instrumentation on the
  * H200 (bench/RESULTS.md: a launch-bound step, attached against detached
@@ -52,6 +54,39 @@ void cap_budget_init(struct cap_budget *b, const struct cap_budget_opts *o, int6
     b->plan.budget_pct = o->capture_all ? 0 : o->budget_pct;
     b->plan.mode = HM_CAPTURE_UNSET;
     b->peers_min_step = b->peers_max_step = -1;
+}
+
+static double aim(const struct cap_budget *b);
+
+double cap_budget_default_writer_rows_s(void)
+{
+    const char *v = getenv("HTAMERGE_WRITER_ROWS_S");
+    double n = v && *v ? atof(v) : 0;
+    return n > 0 ? n : WRITER_ROWS_S;
+}
+
+void cap_budget_writer(struct cap_budget *b, int ranks, double rows_per_s)
+{
+    b->ranks = ranks;
+    b->writer_rows_s = rows_per_s;
+}
+
+/* The share of the time (of steps) CUPTI may be attached so that every
+ * rank's records, at rank 0's rate while attached, stay within the
+ * writer's; 1 when it keeps up with everything, or nothing is known. */
+static double writer_share(const struct cap_budget *b)
+{
+    double d;
+    if (b->ranks <= 0 || b->writer_rows_s <= 0 || b->rate <= 0)
+        return 1;
+    d = WRITER_MARGIN * b->writer_rows_s / ((double)b->ranks * b->rate);
+    return d < 1 ? d : 1;
+}
+
+/* Windows are needed: for the cost, or for the writer. */
+static int must_window(const struct cap_budget *b)
+{
+    return b->cost > aim(b) || writer_share(b) < 1;
 }
 
 void cap_budget_peers(struct cap_budget *b, int64_t min_step, int64_t max_step)
@@ -220,7 +255,9 @@ static int plan_windows(struct cap_budget *b, const struct hm_capture_progress *
     double sw = b->win_ns >= 0 ? 0 : 2.0 * switch_ns(b, pr);
     int have_steps = pr->steps_seen >= 2 && pr->step_ns > 0 && pr->step_now >= 0;
 
-    if (cost <= budget) {
+    double share = writer_share(b);
+
+    if (cost <= budget && share >= 1) {
         if (hm_capture_plan_all(&b->plan) || (b->plan.mode != HM_CAPTURE_UNSET && cost > 0.8 * budget))
             return 0;
         /* Windows give way to everything only on what whole windows cost:
@@ -245,6 +282,8 @@ static int plan_windows(struct cap_budget *b, const struct hm_capture_progress *
         if (on > MAX_ON_STEPS)
             on = MAX_ON_STEPS;
         int64_t period = (int64_t)ceil(((double)on * step * cost + sw) / (budget * step));
+        if (period < (int64_t)ceil((double)on / share))
+            period = (int64_t)ceil((double)on / share);
         if (period <= on)
             period = on + 1;
         /* Windows come at most twice as close per re-plan: one low
@@ -260,6 +299,8 @@ static int plan_windows(struct cap_budget *b, const struct hm_capture_progress *
     }
     int64_t on_ms = (int64_t)(WINDOW_S * 1000);
     int64_t period_ms = (int64_t)ceil(((double)on_ms * 1e6 * cost + sw) / (budget * 1e6));
+    if (period_ms < (int64_t)ceil((double)on_ms / share))
+        period_ms = (int64_t)ceil((double)on_ms / share);
     if (period_ms <= on_ms)
         period_ms = on_ms + 1;
     if (b->plan.mode == HM_CAPTURE_TIME &&
@@ -280,7 +321,7 @@ static int plan_windows(struct cap_budget *b, const struct hm_capture_progress *
 static int over_budget_all(const struct cap_budget *b)
 {
     return hm_capture_plan_all(&b->plan) && !b->o.capture_all &&
-           b->rate * (double)b->o.record_ns / 1e9 > aim(b);
+           (b->rate * (double)b->o.record_ns / 1e9 > aim(b) || writer_share(b) < 1);
 }
 
 /* Windows planned on a rate that has since more than doubled (a first
@@ -343,7 +384,7 @@ int cap_budget_tick(struct cap_budget *b, const struct hm_capture_progress *pr, 
     }
     /* Steps became known after a plan in time: windows move to steps. */
     int want_steps = pr->steps_seen >= 2 && pr->step_ns > 0;
-    if (b->plan.mode == HM_CAPTURE_TIME && want_steps && b->cost > aim(b))
+    if (b->plan.mode == HM_CAPTURE_TIME && want_steps && must_window(b))
         b->plan.mode = HM_CAPTURE_UNSET;   /* forces a new plan below */
     if (!b->repay_from_ns && b->cost > aim(b))
         note_startup(b, pr, now_ns);
@@ -406,10 +447,25 @@ static const char *repaying(const struct cap_budget *b)
     return windows_aim(b, b->decided_ns) < aim(b) ? " while the start-up is paid back" : "";
 }
 
+/* "; and 1 step in 47 at most for rank 0's writer (...)" when the writer
+ * spaces the windows, else "". */
+static void writer_note(const struct cap_budget *b, char *buf, size_t len)
+{
+    double share = writer_share(b);
+    buf[0] = 0;
+    if (share < 1)
+        snprintf(buf, len, b->plan.mode == HM_CAPTURE_TIME
+                               ? "; at most 1/%.0f of the time for rank 0's writer (%.2g M rows/s for %d ranks)"
+                               : "; at most 1 step in %.0f for rank 0's writer (%.2g M rows/s for %d ranks)",
+                 ceil(1 / share), b->writer_rows_s / 1e6, b->ranks);
+}
+
 void cap_budget_describe(const struct cap_budget *b, char *buf, size_t len)
 {
     const struct hm_capture_plan *p = &b->plan;
-    char est[160] = "";
+    char est[160] = "", wr[120];
+
+    writer_note(b, wr, sizeof wr);
 
     if (b->rate >= 0 && b->win_ns >= 0)
         snprintf(est, sizeof est, " (a window costs %.1f ms over detached steps, measured; %.0f records/s; "
@@ -431,14 +487,14 @@ void cap_budget_describe(const struct cap_budget *b, char *buf, size_t len)
                      (long long)p->base_step, est);
             break;
         }
-        snprintf(buf, len, "capture plan %lld: CUPTI for %lld steps in every %lld from step %lld%s; aimed at %.2g %%%s",
+        snprintf(buf, len, "capture plan %lld: CUPTI for %lld steps in every %lld from step %lld%s; aimed at %.2g %%%s%s",
                  (long long)p->id, (long long)p->on_steps, (long long)p->period_steps,
-                 (long long)p->base_step, est, windows_aim(b, b->decided_ns) * 100.0, repaying(b));
+                 (long long)p->base_step, est, windows_aim(b, b->decided_ns) * 100.0, repaying(b), wr);
         break;
     case HM_CAPTURE_TIME:
-        snprintf(buf, len, "capture plan %lld: CUPTI for %lld ms in every %lld ms%s; aimed at %.2g %%%s",
+        snprintf(buf, len, "capture plan %lld: CUPTI for %lld ms in every %lld ms%s; aimed at %.2g %%%s%s",
                  (long long)p->id, (long long)p->on_ms, (long long)p->period_ms, est,
-                 windows_aim(b, b->decided_ns) * 100.0, repaying(b));
+                 windows_aim(b, b->decided_ns) * 100.0, repaying(b), wr);
         break;
     default:
         snprintf(buf, len, "capture plan %lld: start-up (CUPTI attached while its cost is measured)",

@@ -56,6 +56,8 @@ struct cap_budget {
     double startup_busy_ns;           /* the start-up's attached time at the training's rate */
     double startup_allowed_ns;        /* what the budget allowed over the start-up */
     double decided_rate;              /* the record rate at the last decision */
+    int ranks;                        /* ranks sending to rank 0's writer (cap_budget_writer) */
+    double writer_rows_s;             /* what that writer stores per second; <= 0 unknown */
 };
 
 void cap_budget_init(struct cap_budget *b, const struct cap_budget_opts *o, int64_t now_ns);
@@ -67,6 +69,18 @@ void cap_budget_init(struct cap_budget *b, const struct cap_budget_opts *o, int6
  * and the fastest (each rank would take a different schedule before the
  * new base). */
 void cap_budget_peers(struct cap_budget *b, int64_t min_step, int64_t max_step);
+/* The rows per second rank 0's writer stores (measured, else
+ * cap_budget_default_writer_rows_s) and how many ranks send to it. One
+ * writer stores ~1 M rows/s: past ~100 ranks of a launch-heavy loop,
+ * windows the cost budget allows would still send it more than that, the
+ * senders would stall and their rings drop records, unevenly across
+ * ranks. So windows are also kept within what it stores (with a margin):
+ * fewer windows, the same steps on every rank, nothing dropped. Not for
+ * --capture-all or requests, which the user asked for. */
+void cap_budget_writer(struct cap_budget *b, int ranks, double rows_per_s);
+/* HTAMERGE_WRITER_ROWS_S, else what one live writer measured (bench/RESULTS.md). */
+double cap_budget_default_writer_rows_s(void);
+
 /* Takes rank 0's progress at now_ns (call it a few times a second).
  * Returns 1 when b->plan changed and must be sent to every rank. */
 int cap_budget_tick(struct cap_budget *b, const struct hm_capture_progress *pr, int64_t now_ns);

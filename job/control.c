@@ -298,7 +298,7 @@ static void peers_span(const struct job_control *jc, int64_t t, int64_t *min_ste
     }
 }
 
-void job_control_tick(struct job_control *jc, struct col_rank *col)
+void job_control_tick(struct job_control *jc, struct col_rank *col, double writer_rows_s)
 {
     struct hm_capture_progress pr;
     int64_t t = now_ns(), lo, hi;
@@ -309,9 +309,10 @@ void job_control_tick(struct job_control *jc, struct col_rank *col)
     take_progress(jc, t);
     peers_span(jc, t, &lo, &hi);
     cap_budget_peers(&jc->b, lo, hi);
+    cap_budget_writer(&jc->b, jc->size, writer_rows_s > 0 ? writer_rows_s : cap_budget_default_writer_rows_s());
     col_rank_progress(col, &pr);
     if (!jc->manual && cap_budget_tick(&jc->b, &pr, t)) {
-        char line[300];
+        char line[512];
         broadcast(jc, col);
         cap_budget_describe(&jc->b, line, sizeof line);
         if (jc->verbose || jc->b.rate >= 0)   /* CUPTI measured, if only at 0 records/s */

@@ -72,8 +72,9 @@ int job_loop_run(struct job_loop *L, struct hm_err *err);
  * `htamerge capture`; NULL when out of memory (the job runs on). */
 struct job_control *job_control_start(const struct job_run_opts *o, int size, const char *output);
 /* Rank 0, every loop turn (acts every 100 ms): a new plan when the budget
- * asks for one or a request came, sent to every rank. */
-void job_control_tick(struct job_control *jc, struct col_rank *col);
+ * asks for one or a request came, sent to every rank. writer_rows_s: what
+ * rank 0's merger stores per second (mrg_live_write_rate; 0 not known yet). */
+void job_control_tick(struct job_control *jc, struct col_rank *col, double writer_rows_s);
 /* Tells waiting `htamerge capture` commands the job ended; closes the socket. */
 void job_control_free(struct job_control *jc);
 

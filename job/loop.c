@@ -39,7 +39,7 @@ static int turn(struct job_loop *L, struct hm_err *err)
     if (rc)
         return rc;
     if (L->rank == 0) {
-        job_control_tick(L->ctl, L->col);
+        job_control_tick(L->ctl, L->col, mrg_live_write_rate(L->mrg));
         if (L->child_done)
             mrg_live_local_done(L->mrg, L->exit_code);
         rc = mrg_live_step(L->mrg, &all_done, err);

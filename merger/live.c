@@ -189,6 +189,15 @@ int mrg_live_local(struct mrg_live *m, struct hm_batch *b, struct hm_err *err)
     return write_batch(m, b, err);
 }
 
+/* Enough rows that the rate is the writing's, not its first batch's. */
+enum { RATE_MIN_ROWS = 200000 };
+
+double mrg_live_write_rate(const struct mrg_live *m)
+{
+    int64_t busy = m->write_ns + m->decode_ns;
+    return m->rows >= RATE_MIN_ROWS && busy > 0 ? (double)m->rows * 1e9 / (double)busy : 0;
+}
+
 void mrg_live_local_done(struct mrg_live *m, int exit_code)
 {
     if (!m->local_done)

@@ -37,6 +37,11 @@ int mrg_live_local(struct mrg_live *m, struct hm_batch *b, struct hm_err *err);
  * when one is due. *all_done is set once every other rank sent DONE. */
 int mrg_live_step(struct mrg_live *m, int *all_done, struct hm_err *err);
 
+/* The rows per second this merger stores while busy (decoding and
+ * writing), once it stored enough to tell; 0 before. The capture planner
+ * keeps every rank's windows within it (collector/capture_budget.h). */
+double mrg_live_write_rate(const struct mrg_live *m);
+
 /* Rank 0's own collector finished with this exit code. */
 void mrg_live_local_done(struct mrg_live *m, int exit_code);
 
