@@ -496,6 +496,17 @@ static void test_replan_closer_sooner(void)
     CHECK(b.plan.base_step < old.base_step + old.period_steps);
 }
 
+/* A fresh planner at now 0 for `ranks` ranks into one writer of 1 M rows/s. */
+static void writer_start(struct cap_budget *b, const struct cap_budget_opts *o, struct hm_capture_progress *pr,
+                         int64_t *now, int ranks)
+{
+    memset(pr, 0, sizeof *pr);
+    pr->step_now = -1;
+    *now = 0;
+    cap_budget_init(b, o, 0);
+    cap_budget_writer(b, ranks, 1e6);
+}
+
 /* A record rate the budget allows in full (40 000 records/s at 0.1 us:
  * 0.4 %), from 8 ranks, is everything; from 1,024 ranks it is 41 M rows/s
  * into one writer of 1 M/s: windows, spaced so that all ranks together
@@ -504,51 +515,38 @@ static void test_writer_spaces_windows(void)
 {
     struct cap_budget b;
     struct cap_budget_opts o = {.budget_pct = 2, .record_ns = 100, .switch_ns = 2000000, WHOLE_BUDGET};
-    struct hm_capture_progress pr = {.step_now = -1};
-    int64_t now = 0;
+    struct cap_budget_opts all = {.capture_all = 1, .record_ns = 100};
+    struct hm_capture_progress pr;
+    int64_t now, t0;
     char line[512];
 
-    cap_budget_init(&b, &o, now);
-    cap_budget_writer(&b, 8, 1e6);
+    writer_start(&b, &o, &pr, &now, 8);
     CHECK_EQ_INT(feed(&b, &pr, &now, 1.5, 40000, 25000000), 1);
-    CHECK_EQ_INT(b.plan.mode, HM_CAPTURE_STEPS);
     CHECK(hm_capture_plan_all(&b.plan));
 
-    memset(&pr, 0, sizeof pr);
-    pr.step_now = -1;
-    now = 0;
-    cap_budget_init(&b, &o, now);
-    cap_budget_writer(&b, 1024, 1e6);
+    writer_start(&b, &o, &pr, &now, 1024);
     CHECK_EQ_INT(feed(&b, &pr, &now, 1.5, 40000, 25000000), 1);
     CHECK_EQ_INT(b.plan.mode, HM_CAPTURE_STEPS);
     CHECK(!hm_capture_plan_all(&b.plan));
     CHECK_EQ_INT(b.plan.on_steps, 20);
-    /* 1,024 ranks x 40 000 records/s x on / period <= 0.8 M rows/s */
+    /* 1,024 ranks x 40 000 records/s x on / period <= 0.8 M rows/s, and not needlessly sparse */
     CHECK(1024.0 * 40000 * (double)b.plan.on_steps / (double)b.plan.period_steps <= 0.8e6 + 1);
-    CHECK(1024.0 * 40000 * (double)b.plan.on_steps / (double)b.plan.period_steps >= 0.75e6);   /* not needlessly sparse */
+    CHECK(1024.0 * 40000 * (double)b.plan.on_steps / (double)b.plan.period_steps >= 0.75e6);
     cap_budget_describe(&b, line, sizeof line);
     CHECK(strstr(line, "at most 1 step in 52 for rank 0's writer (1 M rows/s for 1024 ranks)") != NULL);
 
     /* A plan of everything made while the rate was low (loading data):
      * re-planned at once when the writer could not keep up with it. */
-    memset(&pr, 0, sizeof pr);
-    pr.step_now = -1;
-    now = 0;
-    cap_budget_init(&b, &o, now);
-    cap_budget_writer(&b, 1024, 1e6);
+    writer_start(&b, &o, &pr, &now, 1024);
     CHECK_EQ_INT(feed(&b, &pr, &now, 3, 20, 0), 1);
     CHECK_EQ_INT(b.plan.mode, HM_CAPTURE_ALL);
-    int64_t t0 = now;
+    t0 = now;
     CHECK_EQ_INT(feed(&b, &pr, &now, 3, 40000, 25000000), 1);
     CHECK(!hm_capture_plan_all(&b.plan));
     CHECK(now - t0 <= S * 7 / 10);
 
     /* --capture-all is what the user asked for: everything, whatever the writer. */
-    struct cap_budget_opts all = {.capture_all = 1, .record_ns = 100};
-    cap_budget_init(&b, &all, 0);
-    cap_budget_writer(&b, 1024, 1e6);
-    memset(&pr, 0, sizeof pr);
-    now = 0;
+    writer_start(&b, &all, &pr, &now, 1024);
     CHECK_EQ_INT(feed(&b, &pr, &now, 1, 40000, 25000000), 1);
     CHECK_EQ_INT(b.plan.mode, HM_CAPTURE_ALL);
 }
