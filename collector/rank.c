@@ -378,6 +378,9 @@ struct col_rank *col_rank_start(const struct col_rank_opts *o, struct hm_err *er
     c->watch = col_watch_new(trace_dir, err);
     if (!c->watch)
         goto fail;
+    if (col_watch_polling(c->watch) && getenv("HTAMERGE_DEBUG"))   /* rank 0 says it once for all */
+        fprintf(stderr, "htamerge: rank %d: cannot watch %s with inotify (%s); scanning it every second\n", o->rank,
+                trace_dir, col_watch_polling(c->watch));
     if (strcmp(trace_dir, o->trace_dir) != 0)
         col_watch_skip_existing(c->watch);
     c->sigfd = col_signals_install();
@@ -473,6 +476,7 @@ int col_rank_finished(struct col_rank *c, int *exit_code)
 void col_rank_stats(const struct col_rank *c, struct col_rank_stats *s)
 {
     *s = c->stats;
+    s->watch_polling = c->watch && col_watch_polling(c->watch) != NULL;
 }
 
 void col_rank_free(struct col_rank *c)

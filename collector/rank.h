@@ -49,6 +49,7 @@ int col_rank_finished(struct col_rank *c, int *exit_code);
 
 struct col_rank_stats {
     int64_t files, files_failed, batches;
+    int watch_polling;  /* the trace folder is scanned: inotify could not be had (trace_watch.h) */
 };
 void col_rank_stats(const struct col_rank *c, struct col_rank_stats *s);
 

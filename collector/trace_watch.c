@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -40,10 +41,21 @@ struct col_watch {
     HM_VEC(struct col_file_sig) sigs; /* by seen id (0, the empty string, unused): the file when
                                      last queued or skipped */
     int overflowed;
+    /* No inotify (its per-user instances or watches were used up): the
+     * tree is scanned every POLL_NS, and a file is reported once two scans
+     * in a row found it unchanged (a file caught mid-write is refused by
+     * the reader and read again when it changes: trace_watch.h). */
+    int polling;
+    char poll_why[128];
+    int64_t next_poll_ns;
+    struct hm_strtab *pending;            /* owned: files seen changing at the last scan */
+    HM_VEC(struct col_file_sig) pending_sigs; /* by pending id: as that scan found them */
 };
 
+#define POLL_NS 1000000000LL
+
 /* What a scan does with the trace files it finds. */
-enum scan_mode { SCAN_DIRS_ONLY, SCAN_QUEUE, SCAN_MARK };
+enum scan_mode { SCAN_DIRS_ONLY, SCAN_QUEUE, SCAN_MARK, SCAN_STABLE };
 
 static int is_trace_name(const char *name)
 {
@@ -140,6 +152,10 @@ static int add_watch(struct col_watch *w, const char *rel, int depth)
 
     if (!full)
         return HM_ENOMEM;
+    if (w->polling) {   /* scans find every folder anyway */
+        free(full);
+        return 0;
+    }
     wd = inotify_add_watch(w->fd, full, WATCH_MASK);
     free(full);
     if (wd < 0)
@@ -177,6 +193,30 @@ static int entry_kind(int dfd, const struct dirent *e)
     return S_ISREG(st.st_mode) ? DT_REG : DT_UNKNOWN;
 }
 
+/* Polling: 1 when path is as the last scan found it (written, then left
+ * alone for a scan interval), 0 when it is new or changed since (noted for
+ * the next scan), or HM_ENOMEM. */
+static int settled(struct col_watch *w, const char *path)
+{
+    uint32_t before = hm_strtab_count(w->pending);
+    hm_strid id = hm_strtab_intern_cstr(w->pending, path);
+    struct col_file_sig now = col_file_sig_of(path);
+
+    if (id == UINT32_MAX)
+        return HM_ENOMEM;
+    if (id >= before) {
+        struct col_file_sig *g = HM_VEC_PUSH(w->pending_sigs);
+        if (!g)
+            return HM_ENOMEM;
+        *g = now;
+        return 0;
+    }
+    if (col_file_sig_equal(&w->pending_sigs.v[id], &now) && now.ino)
+        return 1;
+    w->pending_sigs.v[id] = now;
+    return 0;
+}
+
 /* Watches every folder under root/rel (depth = rel's depth) and handles
  * trace files per mode. Returns files queued or marked, or a negative code. */
 static int scan(struct col_watch *w, const char *rel, int depth, enum scan_mode mode)
@@ -201,7 +241,10 @@ static int scan(struct col_watch *w, const char *rel, int depth, enum scan_mode 
             free(sub);
         } else if (kind == DT_REG && mode != SCAN_DIRS_ONLY && is_trace_name(e->d_name)) {
             char *path = join(w->root, rel, e->d_name);
-            rc = path ? offer(w, path, mode == SCAN_MARK) : HM_ENOMEM;
+            if (path && mode == SCAN_STABLE && !(rc = settled(w, path)))
+                free(path);
+            else
+                rc = path ? offer(w, path, mode == SCAN_MARK) : HM_ENOMEM;
             found += rc > 0;
         }
     }
@@ -229,8 +272,24 @@ struct col_watch *col_watch_new(const char *dir, struct hm_err *err)
         goto fail;
     }
     w->fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-    if (w->fd < 0 || add_watch(w, "", 0) != 0 || scan(w, "", 0, SCAN_DIRS_ONLY) < 0) {
+    if (w->fd >= 0 && add_watch(w, "", 0) == 0 && scan(w, "", 0, SCAN_DIRS_ONLY) >= 0)
+        return w;
+    /* Out of inotify instances or watches (fs.inotify.max_user_instances
+     * is 128 by default: 128 ranks on one host): scan instead. */
+    if (errno != EMFILE && errno != ENFILE && errno != ENOSPC && errno != ENOMEM) {
         hm_err_set(err, HM_EIO, dir, -1, "cannot watch: %s", strerror(errno));
+        goto fail;
+    }
+    snprintf(w->poll_why, sizeof w->poll_why, "%s", strerror(errno));
+    if (w->fd >= 0)
+        close(w->fd);
+    w->fd = -1;
+    for (size_t i = 0; i < w->dirs.n; i++)
+        free(w->dirs.v[i].rel);
+    w->dirs.n = 0;
+    w->polling = 1;
+    if (!(w->pending = hm_strtab_new()) || !HM_VEC_PUSH(w->pending_sigs)) {
+        hm_err_set(err, HM_ENOMEM, dir, -1, "out of memory");
         goto fail;
     }
     return w;
@@ -253,6 +312,8 @@ void col_watch_free(struct col_watch *w)
     HM_VEC_FREE(w->queue);
     hm_strtab_free(w->seen);
     HM_VEC_FREE(w->sigs);
+    hm_strtab_free(w->pending);
+    HM_VEC_FREE(w->pending_sigs);
     free(w->root);
     free(w);
 }
@@ -265,6 +326,25 @@ int col_watch_fd(const struct col_watch *w)
 int col_watch_overflowed(const struct col_watch *w)
 {
     return w->overflowed;
+}
+
+const char *col_watch_polling(const struct col_watch *w)
+{
+    return w->polling ? w->poll_why : NULL;
+}
+
+/* Polling: a scan of the tree when one is due. */
+static int poll_tree(struct col_watch *w)
+{
+    struct timespec ts;
+    int64_t now;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    if (now < w->next_poll_ns)
+        return 0;
+    w->next_poll_ns = now + POLL_NS;
+    return scan(w, "", 0, SCAN_STABLE);
 }
 
 /* A folder appeared under d: watch it; a folder renamed into place was
@@ -341,6 +421,13 @@ int col_watch_next(struct col_watch *w, char **path)
     int rc;
 
     *path = NULL;
+    if (w->polling && w->qhead == w->queue.n) {
+        w->qhead = w->queue.n = 0;
+        if ((rc = poll_tree(w)) < 0)
+            return rc;
+        if (w->qhead == w->queue.n)
+            return 0;
+    }
     while (w->qhead == w->queue.n) {
         w->qhead = w->queue.n = 0;
         if ((rc = read_events(w)) <= 0)

@@ -51,7 +51,8 @@ void col_watch_free(struct col_watch *w);
 /* Watching. */
 
 /* An fd (inotify, non-blocking) that is readable when there may be news;
- * owned by w. On POLLIN call col_watch_next until it returns 0. */
+ * owned by w. On POLLIN call col_watch_next until it returns 0 (and every
+ * second or so anyway when polling: col_watch_polling). */
 int col_watch_fd(const struct col_watch *w);
 
 /* Returns 1 and sets *path to the next completed trace file (full path,
@@ -79,6 +80,14 @@ int col_watch_skip_existing(struct col_watch *w);
  * reported. Nothing here writes, moves or removes it. Returns 1 if queued,
  * 0 if not, or HM_ENOMEM. */
 int col_watch_add(struct col_watch *w, const char *path);
+
+/* NULL while inotify watches the tree; else why it could not (its
+ * per-user instances or watches used up: 128 instances by default, so 128
+ * ranks on one host), and the tree is scanned every second instead: a file
+ * is reported once two scans found it unchanged, which a file written with
+ * a pause of a second could fool (its reader refuses the half, and reads
+ * it again once it changes). col_watch_fd is then -1. */
+const char *col_watch_polling(const struct col_watch *w);
 
 /* True once the kernel's event queue overflowed: some files may only be
  * found by col_watch_scan. After an overflow col_watch_next re-adds

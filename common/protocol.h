@@ -68,6 +68,7 @@ struct hm_msg_done {
     int64_t files_failed;  /* trace files that could not be read */
     int64_t ring_dropped;  /* records the live ring dropped */
     int64_t spawn_failed;  /* 1 if the program could not be started */
+    int64_t watch_polling; /* 1 if its trace folder was scanned, not watched (no inotify) */
 };
 
 /* Sent by a collector (not rank 0's) a few times a second while its

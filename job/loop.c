@@ -40,8 +40,12 @@ static int turn(struct job_loop *L, struct hm_err *err)
         return rc;
     if (L->rank == 0) {
         job_control_tick(L->ctl, L->col, mrg_live_write_rate(L->mrg));
-        if (L->child_done)
-            mrg_live_local_done(L->mrg, L->exit_code);
+        if (L->child_done) {
+            struct col_rank_stats st = {0};
+            if (L->col)
+                col_rank_stats(L->col, &st);
+            mrg_live_local_done(L->mrg, L->exit_code, st.watch_polling);
+        }
         rc = mrg_live_step(L->mrg, &all_done, err);
         return rc ? rc : (L->child_done && all_done);
     }
@@ -60,6 +64,7 @@ static int turn(struct job_loop *L, struct hm_err *err)
         d.files = st.files;
         d.files_failed = st.files_failed;
         d.batches = st.batches;
+        d.watch_polling = st.watch_polling;
         rc = col_link_done(L->link, &d, err) < 0 ? err->code : 0;
     }
     return rc ? rc : fin;

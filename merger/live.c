@@ -37,6 +37,7 @@ struct peer {
     int synced;          /* first round done, clock set in the writer */
     int done;            /* DONE received */
     int exit_code;
+    int watch_polling;   /* its trace folder was scanned: no inotify to be had */
     int64_t batches;
 };
 
@@ -198,8 +199,9 @@ double mrg_live_write_rate(const struct mrg_live *m)
     return m->rows >= RATE_MIN_ROWS && busy > 0 ? (double)m->rows * 1e9 / (double)busy : 0;
 }
 
-void mrg_live_local_done(struct mrg_live *m, int exit_code)
+void mrg_live_local_done(struct mrg_live *m, int exit_code, int watch_polling)
 {
+    m->peers[0].watch_polling = watch_polling;
     if (!m->local_done)
         mrg_writer_set_rank_complete(m->w, 0, 1, NULL);
     m->local_done = 1;
@@ -229,6 +231,7 @@ static int receive_one(struct mrg_live *m, MPI_Status *st, struct hm_err *err)
         memcpy(&d, m->buf, count < (int)sizeof d ? (size_t)count : sizeof d);
         m->peers[r].done = 1;
         m->peers[r].exit_code = (int)d.exit_code;
+        m->peers[r].watch_polling = d.watch_polling != 0;
         return mrg_writer_set_rank_complete(m->w, r, 1, err);
     }
     int64_t t0 = hm_mono_ns();
@@ -522,6 +525,22 @@ static int analyse(struct mrg_live *m, struct hm_err *err)
     return 0;
 }
 
+/* One line for all the ranks that scanned their trace folders: inotify's
+ * per-user instances (128 by default) run out with that many ranks on a
+ * host, and a line per rank would be hundreds. */
+static void say_polling(const struct mrg_live *m)
+{
+    int n = 0, first = -1;
+
+    for (int r = 0; r < m->size; r++)
+        if (m->peers[r].watch_polling && n++ == 0)
+            first = r;
+    if (n)
+        fprintf(stderr, "htamerge: warning: %d of %d ranks (rank %d first) could not watch their trace folders with "
+                "inotify and scanned them every second instead (trace files reached rank 0 up to a second or two "
+                "later); raise fs.inotify.max_user_instances (sysctl) above the ranks on a host\n", n, m->size, first);
+}
+
 /* meta.exit_codes: "rank:code" for every rank whose program failed (127:
  * it could not be started), "" when all exited 0. */
 static int store_exit_codes(struct mrg_live *m, struct hm_err *err)
@@ -568,6 +587,7 @@ int mrg_live_finish(struct mrg_live *m, int complete, struct mrg_live_result *re
                     (unsigned long long)m->rows, m->write_ns * 1e-9, m->decode_ns * 1e-9,
                     m->rows / ((m->write_ns + m->decode_ns) * 1e-9 + 1e-12), (t1 - t0) * 1e-9, (t2 - t1) * 1e-9);
     }
+    say_polling(m);
     if (rc == 0)
         rc = store_exit_codes(m, err);
     if (rc == 0)

@@ -42,8 +42,9 @@ int mrg_live_step(struct mrg_live *m, int *all_done, struct hm_err *err);
  * keeps every rank's windows within it (collector/capture_budget.h). */
 double mrg_live_write_rate(const struct mrg_live *m);
 
-/* Rank 0's own collector finished with this exit code. */
-void mrg_live_local_done(struct mrg_live *m, int exit_code);
+/* Rank 0's own collector finished with this exit code; watch_polling: it
+ * scanned its trace folder (no inotify), as DONE says for the others. */
+void mrg_live_local_done(struct mrg_live *m, int exit_code, int watch_polling);
 
 /* What the run ended with, as rank 0 saw it. */
 struct mrg_live_result {

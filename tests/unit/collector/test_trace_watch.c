@@ -1,12 +1,14 @@
 /* Tests for collector/trace_watch: files reported when complete (close
  * after write, rename into place) and again per later round of writing,
  * names that are not traces, subfolders, slow writers, rescans without
- * duplicates, and the kernel queue overflowing. */
+ * duplicates, the kernel queue overflowing, and scanning when inotify
+ * cannot be had. */
 #include "test.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -328,6 +330,57 @@ static void test_errors(void)
     col_watch_free(NULL);
 }
 
+/* When inotify cannot be had (its per-user instances run out at 128 by
+ * default: 128 ranks on one host; here this process may open no more
+ * files, which fails inotify_init1 the same way, EMFILE, without taking
+ * the instances other tests' processes need), a watch scans instead: a
+ * file is reported once two scans a second apart found it unchanged, a
+ * file still growing is not, folders made later are scanned too, and
+ * nothing is reported twice. */
+static void test_polling_without_inotify(void)
+{
+    struct hm_err err;
+    struct col_watch *w;
+    struct rlimit was, none;
+    int fd = dup(0);
+
+    fresh_root("watch_polling");
+    write_file(at("early.json"), "{}");
+    CHECK(fd >= 0 && getrlimit(RLIMIT_NOFILE, &was) == 0);
+    close(fd);
+    none = was;
+    none.rlim_cur = (rlim_t)fd;   /* the lowest free descriptor: none can be opened */
+    CHECK_EQ_INT(setrlimit(RLIMIT_NOFILE, &none), 0);
+    w = col_watch_new(root, &err);
+    CHECK_EQ_INT(setrlimit(RLIMIT_NOFILE, &was), 0);
+    CHECK(w != NULL);
+    if (!w)
+        return;
+    CHECK(col_watch_polling(w) != NULL);
+    CHECK_CONTAINS(col_watch_polling(w), "Too many open files");
+    CHECK_EQ_INT(col_watch_fd(w), -1);
+    CHECK_STR(next_rel(w), "");            /* first scan: early.json noted, not settled */
+    mkdir(at("later"), 0755);
+    write_file(at("later/rank-1.json"), "{}");
+    fd = open(at("growing.json"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    CHECK(fd >= 0 && write(fd, "{", 1) == 1);
+    usleep(1100000);
+    CHECK_STR(next_rel(w), "early.json");  /* unchanged over a scan interval */
+    CHECK_STR(next_rel(w), "");
+    CHECK(fd >= 0 && write(fd, "}", 1) == 1);
+    usleep(1100000);
+    CHECK_STR(next_rel(w), "later/rank-1.json");
+    CHECK_STR(next_rel(w), "");            /* growing.json changed since the last scan */
+    close(fd);
+    usleep(1100000);
+    CHECK_STR(next_rel(w), "growing.json");
+    CHECK_STR(next_rel(w), "");
+    usleep(1100000);
+    CHECK_STR(next_rel(w), "");            /* nothing twice */
+    CHECK_EQ_INT(col_watch_scan(w), 0);
+    col_watch_free(w);
+}
+
 int main(void)
 {
     test_complete_files();
@@ -336,5 +389,6 @@ int main(void)
     test_scan();
     test_overflow();
     test_errors();
+    test_polling_without_inotify();
     return hm_test_done();
 }
