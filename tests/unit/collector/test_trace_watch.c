@@ -346,7 +346,8 @@ static void test_polling_without_inotify(void)
 
     fresh_root("watch_polling");
     write_file(at("early.json"), "{}");
-    CHECK(fd >= 0 && getrlimit(RLIMIT_NOFILE, &was) == 0);
+    CHECK_EQ_INT(getrlimit(RLIMIT_NOFILE, &was), 0);
+    CHECK(fd >= 0);
     close(fd);
     none = was;
     none.rlim_cur = (rlim_t)fd;   /* the lowest free descriptor: none can be opened */
