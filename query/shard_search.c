@@ -36,26 +36,28 @@ static int sql_fail(sqlite3 *db, struct hm_err *err)
     return hm_err_set(err, HM_ESQL, sqlite3_db_filename(db, "main"), -1, "search: %s", sqlite3_errmsg(db));
 }
 
-/* One integer from sql with ?1, ?2 bound: 1 (in *out), 0 (no row) or < 0. */
-static int one_i64(sqlite3 *db, const char *sql, int64_t a, int64_t b, int64_t *out, int64_t *out2,
-                   struct hm_err *err)
+/* The first row of sql (?1 = a, ?2 = b; ?2 may be unused): its first
+ * ncol (1 or 2) integer columns into out. 1, 0 (no row, or a NULL) or
+ * < 0. */
+static int first_row(sqlite3 *db, const char *sql, int64_t a, int64_t b, int64_t *out, int ncol, struct hm_err *err)
 {
     sqlite3_stmt *st = NULL;
-    int rc;
+    int rc, found = 0;
 
     if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
         return sql_fail(db, err);
     sqlite3_bind_int64(st, 1, a);
-    sqlite3_bind_int64(st, 2, b);
+    if (sqlite3_bind_parameter_count(st) >= 2)
+        sqlite3_bind_int64(st, 2, b);
     if ((rc = sqlite3_step(st)) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
-        *out = sqlite3_column_int64(st, 0);
-        if (out2)
-            *out2 = sqlite3_column_int64(st, 1);
+        for (int k = 0; k < ncol; k++)
+            out[k] = sqlite3_column_int64(st, k);
+        found = 1;
     }
     sqlite3_finalize(st);
     if (rc != SQLITE_ROW && rc != SQLITE_DONE)
         return sql_fail(db, err);
-    return rc == SQLITE_ROW;
+    return found;
 }
 
 /* The shard's string id of name: 1, 0 (the shard has no such string) or < 0. */
@@ -79,10 +81,10 @@ static int name_id(sqlite3 *db, const char *name, int64_t *id, struct hm_err *er
  * from: 1, 0 (not found: the shard's files do not add up) or < 0. */
 static int file_of(sqlite3 *index, sqlite3 *db, int64_t local, int64_t *file, struct hm_err *err)
 {
-    int64_t rank = 0, ord = 0;
-    int rc = one_i64(db, hm_sql_search_slice_file, local, 0, &rank, &ord, err);
+    int64_t rank_ord[2] = {0, 0};   /* the file as the index knows it: its rank, its order among the rank's files */
+    int rc = first_row(db, hm_sql_search_slice_file, local, 0, rank_ord, 2, err);
 
-    return rc > 0 ? one_i64(index, hm_sql_search_file_order, rank, ord, file, NULL, err) : rc;
+    return rc > 0 ? first_row(index, hm_sql_search_file_order, rank_ord[0], rank_ord[1], file, 1, err) : rc;
 }
 
 /* A qry_search_first_fn over the shards. */
