@@ -97,4 +97,20 @@ struct xr_hta_opts {
  * rank) and evidence to doc. 0 or a negative HM_E* code. */
 int xr_stragglers_hta(sqlite3 *db, const struct xr_hta_opts *o, cJSON *doc, struct hm_err *err);
 
+/* The files HTA's method reads, one open at a time (a sharded ingest's
+ * shards, query/shard_hta.c): open gives the i-th of n (NULL with err
+ * filled), done (may be NULL) closes it. Each is read twice: the extent
+ * over all of them first, then their kernels. */
+struct xr_hta_files {
+    int n;
+    sqlite3 *(*open)(void *ctx, int i, struct hm_err *err);
+    void (*done)(void *ctx, sqlite3 *db);
+    void *ctx;
+};
+
+/* xr_stragglers_hta over several files that hold disjoint ranks of one
+ * run: the same answer as over one file holding them all. */
+int xr_stragglers_hta_files(const struct xr_hta_files *f, const struct xr_hta_opts *o, cJSON *doc,
+                            struct hm_err *err);
+
 #endif

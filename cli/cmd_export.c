@@ -15,6 +15,7 @@
 
 #include "cli.h"
 #include "query/export.h"
+#include "query/export_ends.h"
 #include "query/shards.h"
 #include "query/report.h"
 
@@ -174,18 +175,20 @@ static void add_stats(struct qry_export_stats *sum, const struct qry_export_stat
 /* The index of a sharded ingest keeps few slices: the ranks asked for (all
  * without --ranks) are exported from their shards in turn, one document
  * with one origin, the parts' pids, tids and flow ids apart. The arrows
- * across ranks (collective flows) are the index's and are not drawn. A
- * missing or incomplete shard fails, naming it. */
+ * across ranks are the index's collective instances, drawn by the last part
+ * through the slices each part noted (export_ends.h), and the --steps
+ * windows the index's. A missing or incomplete shard fails, naming it. */
 static int export_shards(const struct export_args *a, sqlite3 *index, FILE *f, struct qry_export_stats *sum,
                          struct hm_err *err)
 {
     struct shard_rank *v = NULL;
     int n = 0, rc = shard_ranks(a, index, &v, &n, err), *sub = NULL, k = 0;
-    struct qry_export_part part = {.ranks_all = a->o.ranks, .nranks_all = a->o.nranks, .before = sum};
+    struct qry_export_part part = {.ranks_all = a->o.ranks, .nranks_all = a->o.nranks, .before = sum,
+                                   .index = index, .ends = qry_export_ends_new()};
     int64_t origin = INT64_MAX;
 
     memset(sum, 0, sizeof *sum);
-    if (rc == 0 && !(sub = malloc((size_t)n * sizeof *sub)))
+    if (rc == 0 && (!(sub = malloc((size_t)n * sizeof *sub)) || !part.ends))
         rc = hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
     for (int i = 0; rc == 0 && !a->o.absolute && i < n; i++) {   /* the parts' origin: their least */
         sqlite3 *db;
@@ -224,6 +227,7 @@ static int export_shards(const struct export_args *a, sqlite3 *index, FILE *f, s
         part.flow_base += st.flows;
     }
     sum->origin_ns = a->o.absolute ? 0 : part.origin_ns;
+    qry_export_ends_free(part.ends);
     free(v);
     free(sub);
     return rc;

@@ -17,6 +17,7 @@
 #include "counters.h"
 #include "heatmap.h"
 #include "search.h"
+#include "shard_search.h"
 #include "hm_sql.h"
 #include "report.h"
 #include "report_int.h"
@@ -449,7 +450,8 @@ static int api_windows(struct qry_dbh *h, struct qry_call *c)
     return reply_doc(c, doc);
 }
 
-/* /api/search?q=: the viewer's jump box (search.h). */
+/* /api/search?q=: the viewer's jump box (search.h); on the index of a
+ * sharded ingest its slices come from the shards (shard_search.h). */
 static int api_search(struct qry_dbh *h, struct qry_call *c)
 {
     const char *q = qry_call_param(c, "q");
@@ -465,7 +467,8 @@ static int api_search(struct qry_dbh *h, struct qry_call *c)
         return reply_error(c, 400, "search needs q=TEXT (a rank, \"step N\", \"PG:SEQ\", \"OP SEQ\" or a name)");
     hm_err_clear(&err);
     qry_lod_extent(lod, &origin, &end);
-    if (!(doc = qry_search(h->db, q, origin, &err)))
+    doc = qry_shard_count(h->db) > 0 ? qry_shard_search(h, q, origin, &err) : qry_search(h->db, q, origin, &err);
+    if (!doc)
         return reply_error(c, err.code == HM_EINVAL ? 400 : 500, "%s", err.msg);
     c->cacheable = fresh;
     return reply_doc(c, doc);
@@ -780,8 +783,8 @@ static int api_sql(struct qry_dbh *h, struct qry_call *c)
 /* On the index of a sharded ingest (which keeps only the slices
  * collectives and steps name, and no counters) the timeline, a slice, the
  * memory counters and the capture windows are drawn from its shards
- * (shard_view.h); the search answers from the index (ranks, steps,
- * collectives, NVTX ranges; slice names only of the slices it keeps). */
+ * (shard_view.h); the search answers ranks, steps, collectives and NVTX
+ * ranges from the index and slice names from the shards (shard_search.h). */
 void qry_api_dispatch(struct qry_dbh *h, struct qry_call *c)
 {
     const char *p = c->path + strlen("/api/");

@@ -13,6 +13,8 @@
 
 #include "common/err.h"
 
+struct qry_export_ends;
+
 /* One part of a document written from several files (the shards of a
  * sharded ingest, cli/cmd_export.c): the parts share the origin and take
  * disjoint pids, tids and flow ids. */
@@ -24,8 +26,14 @@ struct qry_export_part {
     int64_t tid_base;         /* above every pid and every earlier part's tids */
     int64_t flow_base;        /* the flow ids the parts before used */
     const struct qry_export_stats *before; /* what they wrote, added up into the end's counts; may be NULL */
-    const int *ranks_all;     /* the document's ranks, for its end (NULL: every rank) */
+    const int *ranks_all;     /* the document's ranks, for its end and --steps (NULL: every rank) */
     int nranks_all;
+    /* The sharded ingest's index (borrowed; NULL: none): the --steps windows
+     * are its steps' over ranks_all, and the collective arrows its
+     * instances', drawn by the tail part through the slices each part
+     * noted in ends (export_ends.h; borrowed, shared by the parts). */
+    sqlite3 *index;
+    struct qry_export_ends *ends;
 };
 
 struct qry_export_opts {

@@ -37,6 +37,7 @@
 
 #include "common/vec.h"
 #include "store/columns.h"
+#include "export_ends.h"
 #include "export_json.h"
 #include "hm_sql.h"
 
@@ -63,6 +64,10 @@
 #define MEMBER_COLUMNS(X)                                                                              \
     X(CM_INSTANCE, "instance") X(CM_OP, "op") X(CM_PG, "pg") X(CM_SEQ, "seq") X(CM_RANK, "rank")       \
     X(CM_SLICE, "slice") X(CM_TS, "ts") X(CM_DUR, "dur") X(CM_TRACK, "track")
+/* A sharded export: a shard's collectives' slices, the index's members. */
+#define END_COLUMNS(X) \
+    X(CE_RANK, "rank") X(CE_ORD, "ord") X(CE_SLICE, "slice") X(CE_TS, "ts") X(CE_DUR, "dur") X(CE_TRACK, "track")
+#define INDEX_MEMBER_COLUMNS(X) X(IM_INSTANCE, "instance") X(IM_OP, "op") X(IM_RANK, "rank") X(IM_ORD, "ord")
 
 enum { RANK_COLUMNS(HM_COLUMN_ENUM) RK__COUNT };
 enum { TRACK_COLUMNS(HM_COLUMN_ENUM) TK__COUNT };
@@ -73,6 +78,8 @@ enum { SLICE_COLUMNS(HM_COLUMN_ENUM) SL__COUNT };
 enum { COUNTER_COLUMNS(HM_COLUMN_ENUM) CN__COUNT };
 enum { LAUNCH_COLUMNS(HM_COLUMN_ENUM) LF__COUNT };
 enum { MEMBER_COLUMNS(HM_COLUMN_ENUM) CM__COUNT };
+enum { END_COLUMNS(HM_COLUMN_ENUM) CE__COUNT };
+enum { INDEX_MEMBER_COLUMNS(HM_COLUMN_ENUM) IM__COUNT };
 static const char *const rank_names[] = {RANK_COLUMNS(HM_COLUMN_NAME)};
 static const char *const track_names[] = {TRACK_COLUMNS(HM_COLUMN_NAME)};
 static const char *const device_names[] = {DEVICE_COLUMNS(HM_COLUMN_NAME)};
@@ -82,6 +89,8 @@ static const char *const slice_names[] = {SLICE_COLUMNS(HM_COLUMN_NAME)};
 static const char *const counter_names[] = {COUNTER_COLUMNS(HM_COLUMN_NAME)};
 static const char *const launch_names[] = {LAUNCH_COLUMNS(HM_COLUMN_NAME)};
 static const char *const member_names[] = {MEMBER_COLUMNS(HM_COLUMN_NAME)};
+static const char *const end_names[] = {END_COLUMNS(HM_COLUMN_NAME)};
+static const char *const index_member_names[] = {INDEX_MEMBER_COLUMNS(HM_COLUMN_NAME)};
 
 /* ---- the export's state ---- */
 
@@ -159,16 +168,37 @@ static int sql_fail(struct xctx *x, const char *what)
     return hm_err_set(x->err, HM_ESQL, x->path, -1, "export: %s: %s", what, sqlite3_errmsg(x->db));
 }
 
+/* A sharded export's index (export.h, qry_export_part) failed. */
+static int index_fail(struct xctx *x, const char *what)
+{
+    sqlite3 *db = x->o->part->index;
+    return hm_err_set(x->err, HM_ESQL, sqlite3_db_filename(db, "main"), -1, "export: %s: %s", what,
+                      sqlite3_errmsg(db));
+}
+
 static int oom(struct xctx *x) { return hm_err_set(x->err, HM_ENOMEM, NULL, -1, "export: out of memory"); }
+
+static bool in_list(const int *ranks, int n, int rank)
+{
+    if (!ranks)
+        return true;
+    for (int i = 0; i < n; i++)
+        if (ranks[i] == rank)
+            return true;
+    return false;
+}
 
 static bool rank_wanted(const struct qry_export_opts *o, int rank)
 {
-    if (!o->ranks)
-        return true;
-    for (int i = 0; i < o->nranks; i++)
-        if (o->ranks[i] == rank)
-            return true;
-    return false;
+    return in_list(o->ranks, o->nranks, rank);
+}
+
+/* Whether rank is in the document: a part of a sharded export exports
+ * some of its ranks, whose --steps windows span them all. */
+static bool doc_rank(const struct xctx *x, int rank)
+{
+    const struct qry_export_part *p = x->o->part;
+    return p && p->index ? in_list(p->ranks_all, p->nranks_all, rank) : rank_wanted(x->o, rank);
 }
 
 /* Whether [ts, ts + dur) overlaps a --steps window; a zero-length slice
@@ -476,7 +506,7 @@ static bool step_window(struct xctx *x, sqlite3_stmt *st, int64_t number, struct
     while (sqlite3_step(st) == SQLITE_ROW) {
         int64_t n = sqlite3_column_int64(st, SP_NUMBER), ts = sqlite3_column_int64(st, SP_TS);
         int64_t end = ts + sqlite3_column_int64(st, SP_DUR);
-        if (!rank_wanted(x->o, sqlite3_column_int(st, SP_RANK)))
+        if (!doc_rank(x, sqlite3_column_int(st, SP_RANK)))
             continue;
         *lo = n < *lo ? n : *lo, *hi = n > *hi ? n : *hi;
         if (n != number)
@@ -500,8 +530,10 @@ static int load_windows(struct xctx *x)
         return 0;
     if (!(x->win = calloc((size_t)x->o->nsteps + 1, sizeof *x->win)))
         return oom(x);
-    if (sqlite3_prepare_v2(x->db, hm_sql_export_steps, -1, &st, NULL) != SQLITE_OK)
-        return sql_fail(x, "reading steps");
+    /* a sharded export's windows: the index's steps of every exported rank */
+    if (sqlite3_prepare_v2(x->o->part && x->o->part->index ? x->o->part->index : x->db, hm_sql_export_steps, -1, &st,
+                           NULL) != SQLITE_OK)
+        return x->o->part && x->o->part->index ? index_fail(x, "reading steps") : sql_fail(x, "reading steps");
     HM_COLUMNS_CHECK(st, step_names);
     for (int i = 0; i < x->o->nsteps && rc == 0; i++) {
         if (step_window(x, st, x->o->steps[i], &x->win[x->nwin], &lo, &hi))
@@ -851,28 +883,32 @@ static const struct xtrack *track_by_id(const struct xctx *x, int64_t id)
     return NULL;
 }
 
-/* An exported slice: where its events are. */
-struct flow_end {
-    const struct xtrack *t;
-    int64_t slice, ts;
-};
+/* An exported slice, where its events are: struct qry_export_end
+ * (export_ends.h), which a sharded export's parts hand on. */
+typedef struct qry_export_end flow_end;
 
 /* Whether the slice (id, ts, dur, track) at columns col.. of st was
  * exported; fills e. */
-static bool flow_end_get(const struct xctx *x, sqlite3_stmt *st, int col, struct flow_end *e)
+static bool flow_end_get(const struct xctx *x, sqlite3_stmt *st, int col, flow_end *e)
 {
     enum { FE_SLICE, FE_TS, FE_DUR, FE_TRACK };   /* offsets from col */
     int64_t dur = sqlite3_column_int64(st, col + FE_DUR);
+    const struct xtrack *t = track_by_id(x, sqlite3_column_int64(st, col + FE_TRACK));
+
     e->slice = sqlite3_column_int64(st, col + FE_SLICE);
     e->ts = sqlite3_column_int64(st, col + FE_TS);
-    e->t = track_by_id(x, sqlite3_column_int64(st, col + FE_TRACK));
-    return e->t && e->t->wanted && in_windows(x, e->ts, dur < 0 ? 0 : dur);
+    if (!t || !t->wanted || !in_windows(x, e->ts, dur < 0 ? 0 : dur))
+        return false;
+    e->rank = t->rank;
+    e->pid = pid_of(x, t->proc);
+    e->tid = slice_tid(x, t, e->slice);
+    return true;
 }
 
 /* One flow event ("s", "t" or "f") at the start of e's slice. extra is
  * appended inside args (starting with ','), may be "". */
 static int write_flow_event(struct xctx *x, const char *ph, int64_t id, const char *cat, const char *name,
-                            const struct flow_end *e, const char *extra)
+                            const flow_end *e, const char *extra)
 {
     ev_start(x);
     qry_buf_puts(&x->ev, "\"ph\":\"");
@@ -880,9 +916,9 @@ static int write_flow_event(struct xctx *x, const char *ph, int64_t id, const ch
     qry_buf_puts(&x->ev, !strcmp(ph, "f") ? "\",\"bp\":\"e\",\"id\":" : "\",\"id\":");
     qry_json_i64(&x->ev, id);
     qry_buf_puts(&x->ev, ",\"pid\":");
-    qry_json_i64(&x->ev, pid_of(x, e->t->proc));
+    qry_json_i64(&x->ev, e->pid);
     qry_buf_puts(&x->ev, ",\"tid\":");
-    qry_json_i64(&x->ev, slice_tid(x, e->t, e->slice));
+    qry_json_i64(&x->ev, e->tid);
     qry_buf_puts(&x->ev, ",\"ts\":");
     put_ts(x, e->ts);
     qry_buf_puts(&x->ev, ",\"cat\":");
@@ -899,7 +935,7 @@ static int write_flow_event(struct xctx *x, const char *ph, int64_t id, const ch
 static int write_launch_flows(struct xctx *x)
 {
     sqlite3_stmt *st = NULL;
-    struct flow_end gpu, cpu;
+    flow_end gpu, cpu;
     char extra[48];
     int rc, wrc = 0;
 
@@ -922,21 +958,33 @@ static int write_launch_flows(struct xctx *x)
     return rc == SQLITE_DONE ? 0 : sql_fail(x, "reading launches");
 }
 
-/* The exported members of one collective instance, in entry order. */
+/* The exported members of one collective instance. */
 struct instance {
     int64_t id;
     char *op;                 /* owned; NULL if unknown */
-    struct flow_end *m;       /* owned */
+    flow_end *m;              /* owned */
     int n;
     size_t cap;
 };
 
+/* Entry order: by start, then rank. */
+static int member_cmp(const void *pa, const void *pb)
+{
+    const flow_end *a = pa, *b = pb;
+    if (a->ts != b->ts)
+        return a->ts < b->ts ? -1 : 1;
+    return a->rank < b->rank ? -1 : a->rank > b->rank;
+}
+
+/* The instance's arrow through its members in entry order (the unsharded
+ * query gives them so; the index's members come from several shards). */
 static int instance_flush(struct xctx *x, struct instance *in)
 {
     char extra[64];
     int rc = 0;
 
     if (in->n >= 2) {
+        qsort(in->m, (size_t)in->n, sizeof *in->m, member_cmp);
         snprintf(extra, sizeof extra, ",\"instance\":%" PRId64, in->id);
         x->next_flow++;
         for (int i = 0; i < in->n && rc == 0; i++)
@@ -950,45 +998,93 @@ static int instance_flush(struct xctx *x, struct instance *in)
     return rc;
 }
 
-static int instance_add(struct xctx *x, struct instance *in, sqlite3_stmt *st)
+/* Adds e (NULL: a member not exported) to the instance of the row st,
+ * whose op is at column op. */
+static int instance_add(struct xctx *x, struct instance *in, sqlite3_stmt *st, int op, const flow_end *e)
 {
-    struct flow_end e;
-    if (in->n == 0 && !in->op && sqlite3_column_type(st, CM_OP) != SQLITE_NULL &&
-        !(in->op = dup_text(st, CM_OP)))
+    if (in->n == 0 && !in->op && sqlite3_column_type(st, op) != SQLITE_NULL && !(in->op = dup_text(st, op)))
         return oom(x);
-    if (!flow_end_get(x, st, CM_SLICE, &e))
+    if (!e)
         return 0;
     if (hm_vec_reserve((void **)&in->m, &in->cap, (size_t)in->n + 1, sizeof *in->m) != 0)
         return oom(x);
-    in->m[in->n++] = e;
+    in->m[in->n++] = *e;
     return 0;
 }
 
-static int write_collective_flows(struct xctx *x)
+/* The member of the row st: this file's slice, or in a sharded export the
+ * slice a part wrote (the index's members name their collective). */
+static const flow_end *member_of(struct xctx *x, sqlite3_stmt *st, flow_end *e)
+{
+    const struct qry_export_part *p = x->o->part;
+
+    if (p && p->index)
+        return qry_export_ends_find(p->ends, sqlite3_column_int(st, IM_RANK), sqlite3_column_int64(st, IM_ORD));
+    return flow_end_get(x, st, CM_SLICE, e) ? e : NULL;
+}
+
+/* A sharded export's part notes where it wrote its collectives' slices,
+ * for the arrows the last part draws. */
+static int note_collective_ends(struct xctx *x)
 {
     sqlite3_stmt *st = NULL;
-    struct instance in = {0};
+    flow_end e;
     int rc, wrc = 0;
 
-    if (sqlite3_prepare_v2(x->db, hm_sql_export_collective_members, -1, &st, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(x->db, hm_sql_export_collective_ends, -1, &st, NULL) != SQLITE_OK)
         return sql_fail(x, "reading collectives");
-    HM_COLUMNS_CHECK(st, member_names);
+    HM_COLUMNS_CHECK(st, end_names);
     while (wrc == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t id = sqlite3_column_int64(st, CM_INSTANCE);
+        if (!flow_end_get(x, st, CE_SLICE, &e))
+            continue;
+        e.ord = sqlite3_column_int64(st, CE_ORD);
+        if (qry_export_ends_add(x->o->part->ends, &e) != 0)
+            wrc = oom(x);
+    }
+    sqlite3_finalize(st);
+    if (wrc != 0)
+        return wrc;
+    return rc == SQLITE_DONE ? 0 : sql_fail(x, "reading collectives");
+}
+
+/* One arrow per matched instance with two or more exported members. In a
+ * sharded export the instances are the index's, drawn once, by the last
+ * part, through the slices every part noted. */
+static int write_collective_flows(struct xctx *x)
+{
+    const struct qry_export_part *p = x->o->part;
+    bool index = p && p->index;
+    sqlite3_stmt *st = NULL;
+    struct instance in = {0};
+    flow_end e;
+    int rc, wrc = index ? note_collective_ends(x) : 0;
+
+    if (wrc != 0 || (index && !p->tail))
+        return wrc;
+    if (sqlite3_prepare_v2(index ? p->index : x->db,
+                           index ? hm_sql_export_index_members : hm_sql_export_collective_members, -1, &st,
+                           NULL) != SQLITE_OK)
+        return index ? index_fail(x, "reading collectives") : sql_fail(x, "reading collectives");
+    if (index)
+        HM_COLUMNS_CHECK(st, index_member_names);
+    else
+        HM_COLUMNS_CHECK(st, member_names);
+    while (wrc == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t id = sqlite3_column_int64(st, index ? IM_INSTANCE : CM_INSTANCE);
         if (id != in.id)
             wrc = instance_flush(x, &in);
         in.id = id;
         if (wrc == 0)
-            wrc = instance_add(x, &in, st);
+            wrc = instance_add(x, &in, st, index ? IM_OP : CM_OP, member_of(x, st, &e));
     }
     if (wrc == 0 && rc == SQLITE_DONE)
         wrc = instance_flush(x, &in);
     free(in.op);
     free(in.m);
     sqlite3_finalize(st);
-    if (wrc != 0)
+    if (wrc != 0 || rc == SQLITE_DONE)
         return wrc;
-    return rc == SQLITE_DONE ? 0 : sql_fail(x, "reading collectives");
+    return index ? index_fail(x, "reading collectives") : sql_fail(x, "reading collectives");
 }
 
 /* ---- the whole file ---- */

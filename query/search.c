@@ -1,8 +1,11 @@
 /* /api/search (search.h): the text is split into a word and a number
- * here; search_hits.sql does the rest. */
+ * here; search_hits.sql finds ranks, steps, collectives and NVTX ranges,
+ * search_names.sql the names, and a qry_search_first_fn each name's first
+ * slice (this file's own: search_first_slice.sql). */
 #include "search.h"
 
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,12 +60,123 @@ static void add_opt(cJSON *o, const char *key, sqlite3_stmt *st, int col)
         cJSON_AddStringToObject(o, key, (const char *)sqlite3_column_text(st, col));
 }
 
+#define NAME_COLUMNS(X) X(NM_ID, "id") X(NM_STR, "str")
+#define FIRST_COLUMNS(X) X(FS_ID, "id") X(FS_RANK, "rank") X(FS_TS, "ts") X(FS_DUR, "dur")
+enum { NAME_COLUMNS(HM_COLUMN_ENUM) NM__COUNT };
+enum { FIRST_COLUMNS(HM_COLUMN_ENUM) FS__COUNT };
+static const char *const name_names[] = {NAME_COLUMNS(HM_COLUMN_NAME)};
+static const char *const first_names[] = {FIRST_COLUMNS(HM_COLUMN_NAME)};
+
+static int search_fail(sqlite3 *db, struct hm_err *err)
+{
+    return hm_err_set(err, HM_ESQL, NULL, -1, "search: %s", sqlite3_errmsg(db));
+}
+
+int qry_search_first_in_file(void *ctx, const char *name, int64_t name_id, struct qry_search_slice *out,
+                         struct hm_err *err)
+{
+    sqlite3 *db = ctx;
+    sqlite3_stmt *st = NULL;
+    int rc;
+
+    (void)name;
+    if (sqlite3_prepare_v2(db, hm_sql_search_first_slice, -1, &st, NULL) != SQLITE_OK)
+        return search_fail(db, err);
+    HM_COLUMNS_CHECK(st, first_names);
+    sqlite3_bind_int64(st, 1, name_id);
+    if ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        out->id = sqlite3_column_int64(st, FS_ID);
+        out->rank = sqlite3_column_int(st, FS_RANK);
+        out->ts = sqlite3_column_int64(st, FS_TS);
+        out->dur = sqlite3_column_int64(st, FS_DUR);
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : search_fail(db, err);
+}
+
+/* The hits of search_hits.sql (ranks, steps, collectives, NVTX ranges). */
+static int add_hits(sqlite3 *db, const char *t, int numbered, long long num, const char *word, int64_t origin,
+                    cJSON *hits, struct hm_err *err)
+{
+    sqlite3_stmt *st = NULL;
+    int rc;
+
+    if (sqlite3_prepare_v2(db, hm_sql_search_hits, -1, &st, NULL) != SQLITE_OK)
+        return search_fail(db, err);
+    HM_COLUMNS_CHECK(st, hit_names);
+    sqlite3_bind_text(st, 1, t, -1, SQLITE_TRANSIENT);
+    if (numbered) {
+        sqlite3_bind_int64(st, 2, num);
+        if (*word)
+            sqlite3_bind_text(st, 3, word, -1, SQLITE_TRANSIENT);
+    }
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        cJSON *h = cJSON_CreateObject();
+        cJSON_AddStringToObject(h, "kind", (const char *)sqlite3_column_text(st, HT_KIND));
+        cJSON_AddStringToObject(h, "label", (const char *)sqlite3_column_text(st, HT_LABEL));
+        add_opt(h, "rank", st, HT_RANK);
+        add_time(h, "t0", st, HT_T0, origin);
+        add_time(h, "t1", st, HT_T1, origin);
+        add_opt(h, "id", st, HT_ID);
+        add_opt(h, "pg", st, HT_PG);
+        add_opt(h, "seq", st, HT_SEQ);
+        cJSON_AddItemToArray(hits, h);
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : search_fail(db, err);
+}
+
+static cJSON *slice_hit(const char *name, const struct qry_search_slice *s, int64_t origin)
+{
+    cJSON *h = cJSON_CreateObject();
+    char label[QRY_SEARCH_MAX_TEXT + 64];
+
+    snprintf(label, sizeof label, "%.*s (first on rank %d)", QRY_SEARCH_MAX_TEXT, name, s->rank);
+    cJSON_AddStringToObject(h, "kind", "slice");
+    cJSON_AddStringToObject(h, "label", label);
+    cJSON_AddNumberToObject(h, "rank", s->rank);
+    cJSON_AddNumberToObject(h, "t0", (double)(s->ts - origin));
+    cJSON_AddNumberToObject(h, "t1", (double)(s->ts + s->dur - origin));
+    cJSON_AddNumberToObject(h, "id", (double)s->id);
+    cJSON_AddNullToObject(h, "pg");
+    cJSON_AddNullToObject(h, "seq");
+    return h;
+}
+
+/* The first slice of each name search_names.sql finds, in its order. */
+static int add_slices(sqlite3 *db, const char *t, int64_t origin, qry_search_first_fn first, void *ctx,
+                      cJSON *hits, struct hm_err *err)
+{
+    sqlite3_stmt *st = NULL;
+    struct qry_search_slice s;
+    int rc, found = 0;
+
+    if (sqlite3_prepare_v2(db, hm_sql_search_names, -1, &st, NULL) != SQLITE_OK)
+        return search_fail(db, err);
+    HM_COLUMNS_CHECK(st, name_names);
+    sqlite3_bind_text(st, 1, t, -1, SQLITE_TRANSIENT);
+    while (found >= 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *name = (const char *)sqlite3_column_text(st, NM_STR);
+        if ((found = first(ctx, name, sqlite3_column_int64(st, NM_ID), &s, err)) > 0)
+            cJSON_AddItemToArray(hits, slice_hit(name, &s, origin));
+    }
+    sqlite3_finalize(st);
+    if (found < 0)
+        return found;
+    return rc == SQLITE_DONE ? 0 : search_fail(db, err);
+}
+
 cJSON *qry_search(sqlite3 *db, const char *text, int64_t origin, struct hm_err *err)
+{
+    return qry_search_with(db, text, origin, qry_search_first_in_file, db, err);
+}
+
+cJSON *qry_search_with(sqlite3 *db, const char *text, int64_t origin, qry_search_first_fn first, void *ctx,
+                       struct hm_err *err)
 {
     char t[QRY_SEARCH_MAX_TEXT + 1], word[QRY_SEARCH_MAX_TEXT + 1];
     size_t a = 0, b = strlen(text);
     long long num = 0;
-    sqlite3_stmt *st = NULL;
     cJSON *doc, *hits;
     int rc, numbered;
 
@@ -77,34 +191,12 @@ cJSON *qry_search(sqlite3 *db, const char *text, int64_t origin, struct hm_err *
     memcpy(t, text + a, b - a);
     t[b - a] = 0;
     numbered = split(t, word, &num);
-    if (sqlite3_prepare_v2(db, hm_sql_search_hits, -1, &st, NULL) != SQLITE_OK) {
-        hm_err_set(err, HM_ESQL, NULL, -1, "search: %s", sqlite3_errmsg(db));
-        return NULL;
-    }
-    HM_COLUMNS_CHECK(st, hit_names);
-    sqlite3_bind_text(st, 1, t, -1, SQLITE_TRANSIENT);
-    if (numbered) {
-        sqlite3_bind_int64(st, 2, num);
-        if (*word)
-            sqlite3_bind_text(st, 3, word, -1, SQLITE_TRANSIENT);
-    }
     doc = cJSON_CreateObject();
     hits = cJSON_AddArrayToObject(doc, "hits");
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        cJSON *h = cJSON_CreateObject();
-        cJSON_AddStringToObject(h, "kind", (const char *)sqlite3_column_text(st, HT_KIND));
-        cJSON_AddStringToObject(h, "label", (const char *)sqlite3_column_text(st, HT_LABEL));
-        add_opt(h, "rank", st, HT_RANK);
-        add_time(h, "t0", st, HT_T0, origin);
-        add_time(h, "t1", st, HT_T1, origin);
-        add_opt(h, "id", st, HT_ID);
-        add_opt(h, "pg", st, HT_PG);
-        add_opt(h, "seq", st, HT_SEQ);
-        cJSON_AddItemToArray(hits, h);
-    }
-    sqlite3_finalize(st);
-    if (rc != SQLITE_DONE) {
-        hm_err_set(err, HM_ESQL, NULL, -1, "search: %s", sqlite3_errmsg(db));
+    rc = add_hits(db, t, numbered, num, word, origin, hits, err);
+    if (rc == 0 && !numbered)   /* a number names a rank, a step or a collective */
+        rc = add_slices(db, t, origin, first, ctx, hits, err);
+    if (rc != 0) {
         cJSON_Delete(doc);
         return NULL;
     }

@@ -336,11 +336,12 @@ cJSON *qry_shard_gather(struct qry_dbh *h, const int *ranks, int nranks, const c
     return doc;
 }
 
-int qry_shard_route(struct qry_dbh *h, int64_t id, struct qry_dbh *tmp, int64_t *local, struct hm_err *err)
+/* The open shard id, found by one of its ranks; NULL with err filled
+ * (HM_EEMPTY: no such shard). */
+static struct open_shard *shard_by_id(struct qry_dbh *h, int shard, struct hm_err *err)
 {
-    int shard = (int)(id >> QRY_SHARD_ID_SHIFT), rank = -1;
-    struct open_shard *s;
     sqlite3_stmt *st = NULL;
+    int rank = -1;
 
     if (sqlite3_prepare_v2(h->db, "SELECT min(rank) FROM rank_shards WHERE shard = ?1", -1, &st, NULL) == SQLITE_OK) {
         sqlite3_bind_int(st, 1, shard);
@@ -348,9 +349,24 @@ int qry_shard_route(struct qry_dbh *h, int64_t id, struct qry_dbh *tmp, int64_t 
             rank = sqlite3_column_int(st, 0);
     }
     sqlite3_finalize(st);
-    if (rank < 0)
-        return hm_err_set(err, HM_EEMPTY, NULL, -1, "no shard %d", shard);
-    if (!(s = group_shard(h, shard, rank, err)))
+    if (rank < 0) {
+        hm_err_set(err, HM_EEMPTY, NULL, -1, "no shard %d", shard);
+        return NULL;
+    }
+    return group_shard(h, shard, rank, err);
+}
+
+sqlite3 *qry_shard_db(struct qry_dbh *h, int shard, struct hm_err *err)
+{
+    struct open_shard *s = shard_by_id(h, shard, err);
+    return s ? s->db : NULL;
+}
+
+int qry_shard_route(struct qry_dbh *h, int64_t id, struct qry_dbh *tmp, int64_t *local, struct hm_err *err)
+{
+    struct open_shard *s = shard_by_id(h, (int)(id >> QRY_SHARD_ID_SHIFT), err);
+
+    if (!s)
         return err->code ? err->code : HM_EIO;
     *tmp = *h;
     tmp->db = s->db;

@@ -35,6 +35,12 @@ typedef cJSON *(*qry_shard_part_fn)(sqlite3 *shard, const int *ranks, int nranks
 cJSON *qry_shard_gather(struct qry_dbh *h, const int *ranks, int nranks, const char *key, qry_shard_part_fn part,
                         void *arg, struct hm_err *err);
 
+/* The connection of shard id (shards.id), opened if it is not (the
+ * least recently drawn closed): borrowed until the next call that opens a
+ * shard. NULL with err filled: HM_EEMPTY for no such shard, else the
+ * shard's error, naming its file. */
+sqlite3 *qry_shard_db(struct qry_dbh *h, int shard, struct hm_err *err);
+
 /* For a slice id of such an answer: *tmp becomes h with its shard's
  * connection and timeline state (borrowed: valid until the next call), and
  * *local the id within the shard. 0, HM_EEMPTY (no such shard) or the

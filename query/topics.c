@@ -9,6 +9,7 @@
 #include "hm_sql.h"
 #include "rank_view.h"
 #include "capture_losses.h"
+#include "shard_hta.h"
 #include "shards.h"
 #include "report_int.h"
 #include "window.h"
@@ -152,13 +153,10 @@ static int build_stragglers(sqlite3 *db, const struct qry_report_opts *o, cJSON 
     int rc;
 
     /* HTA's method reads every rank's kernels, which an index leaves in
-     * its shards: refused rather than answered from none. */
-    if (o->method && !strcmp(o->method, "hta") && qry_shard_count(db) > 0)
-        return hm_err_set(err, HM_EINVAL, NULL, -1, "stragglers --method hta reads every rank's kernels, which "
-                          "a sharded ingest keeps in its shards: not answered from the index yet (use the "
-                          "default method, or ingest without --shards)");
+     * its shards: read there. */
     if (o->method && !strcmp(o->method, "hta"))
-        return xr_stragglers_hta(db, &hta, doc, err);
+        return qry_shard_count(db) > 0 ? qry_shard_stragglers_hta(db, &hta, doc, err)
+                                       : xr_stragglers_hta(db, &hta, doc, err);
     rc = qry_report_verdict(db, doc, err);
     if (rc == 0)
         rc = qry_report_rows(db, o, hm_sql_report_stragglers_ranks, doc, "ranks", err);

@@ -45,34 +45,84 @@ static int same_group(const struct kernel_row *a, int rank, int64_t stream, int6
     return a->rank == rank && a->stream == stream && a->iter == iter && !strcmp(a->name, name);
 }
 
-/* The columns of report_stragglers_hta.sql. */
+/* The columns of report_stragglers_hta_extent.sql and report_stragglers_hta.sql. */
+#define EXTENT_COLUMNS(X) X(HE_ITERATION, "iteration") X(HE_T_MIN, "t_min") X(HE_T_MAX, "t_max")
 #define HTA_COLUMNS(X)                                                                           \
     X(HC_RANK, "rank") X(HC_STREAM, "stream") X(HC_ITERATION, "iteration") X(HC_NAME, "name")     \
-    X(HC_TS, "ts") X(HC_DUR, "dur") X(HC_T_MIN, "t_min") X(HC_T_MAX, "t_max") X(HC_N_ITERS, "n_iters")
+    X(HC_TS, "ts") X(HC_DUR, "dur")
+enum { EXTENT_COLUMNS(HM_COLUMN_ENUM) HE__COUNT };
 enum { HTA_COLUMNS(HM_COLUMN_ENUM) HC__COUNT };
+static const char *const extent_names[] = {EXTENT_COLUMNS(HM_COLUMN_NAME)};
 static const char *const hta_names[] = {HTA_COLUMNS(HM_COLUMN_NAME)};
 
-/* Reads the query's rows, keeping the last of each group. */
-static int load_rows(sqlite3 *db, const char *steps_json, kernel_vec *rows, int64_t *t_min, double *mean_iter,
+/* HTA's normalisation over every file: the first start and last end of
+ * the selected steps, and how many steps there are (a step on several
+ * files counts once). */
+struct extent {
+    int64_t t_min, t_max;
+    HM_VEC(int64_t) iters;   /* distinct, unsorted */
+};
+
+static int hta_sql_fail(sqlite3 *db, struct hm_err *err)
+{
+    return hm_err_set(err, HM_ESQL, sqlite3_db_filename(db, "main"), -1, "report stragglers --method hta: %s",
+                      sqlite3_errmsg(db));
+}
+
+static int load_extent(sqlite3 *db, const char *steps_json, struct extent *e, struct hm_err *err)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db, hm_sql_report_stragglers_hta_extent, -1, &st, NULL);
+
+    if (rc != SQLITE_OK)
+        return hta_sql_fail(db, err);
+    HM_COLUMNS_CHECK(st, extent_names);
+    if (steps_json)
+        sqlite3_bind_text(st, 1, steps_json, -1, SQLITE_TRANSIENT);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t it = sqlite3_column_int64(st, HE_ITERATION), lo = sqlite3_column_int64(st, HE_T_MIN);
+        int64_t hi = sqlite3_column_int64(st, HE_T_MAX);
+        size_t k = 0;
+        if (e->iters.n == 0 || lo < e->t_min)
+            e->t_min = lo;
+        if (e->iters.n == 0 || hi > e->t_max)
+            e->t_max = hi;
+        while (k < e->iters.n && e->iters.v[k] != it)
+            k++;
+        int64_t *slot = k == e->iters.n ? HM_VEC_PUSH(e->iters) : &e->iters.v[k];
+        if (!slot) {
+            sqlite3_finalize(st);
+            return hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
+        }
+        *slot = it;
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : hta_sql_fail(db, err);
+}
+
+/* Appends the file's rows, keeping the last of each group (a group's rows
+ * are on one rank, so in one file). */
+static int load_rows(sqlite3 *db, const char *steps_json, const struct extent *e, kernel_vec *rows,
                      struct hm_err *err)
 {
     sqlite3_stmt *st = NULL;
     int rc = sqlite3_prepare_v2(db, hm_sql_report_stragglers_hta, -1, &st, NULL);
+    size_t first = rows->n;   /* the groups before are another file's */
 
     if (rc != SQLITE_OK)
-        return hm_err_set(err, HM_ESQL, sqlite3_db_filename(db, "main"), -1, "report stragglers --method hta: %s",
-                          sqlite3_errmsg(db));
+        return hta_sql_fail(db, err);
     HM_COLUMNS_CHECK(st, hta_names);
     if (steps_json)
         sqlite3_bind_text(st, 1, steps_json, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 2, e->t_min);
+    sqlite3_bind_int64(st, 3, e->t_max);
+    sqlite3_bind_int64(st, 4, (int64_t)e->iters.n);
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         int rank = sqlite3_column_int(st, HC_RANK);
         int64_t stream = sqlite3_column_int64(st, HC_STREAM), iter = sqlite3_column_int64(st, HC_ITERATION);
         const char *name = (const char *)sqlite3_column_text(st, HC_NAME);
-        struct kernel_row *last = rows->n ? &rows->v[rows->n - 1] : NULL;
+        struct kernel_row *last = rows->n > first ? &rows->v[rows->n - 1] : NULL;
 
-        *t_min = sqlite3_column_int64(st, HC_T_MIN);
-        *mean_iter = (double)(sqlite3_column_int64(st, HC_T_MAX) - *t_min) / (double)sqlite3_column_int64(st, HC_N_ITERS);
         if (!last || !same_group(last, rank, stream, iter, name)) {
             if (!(last = HM_VEC_PUSH(*rows)) || !(last->name = strdup(name))) {
                 sqlite3_finalize(st);
@@ -84,10 +134,48 @@ static int load_rows(sqlite3 *db, const char *steps_json, kernel_vec *rows, int6
         last->dur = sqlite3_column_int64(st, HC_DUR);
     }
     sqlite3_finalize(st);
-    if (rc != SQLITE_DONE)
-        return hm_err_set(err, HM_ESQL, sqlite3_db_filename(db, "main"), -1, "report stragglers --method hta: %s",
-                          sqlite3_errmsg(db));
-    return 0;
+    return rc == SQLITE_DONE ? 0 : hta_sql_fail(db, err);
+}
+
+/* The query's order (rank, stream, iteration, name), whatever the order of
+ * the files. */
+static int cmp_row(const void *pa, const void *pb)
+{
+    const struct kernel_row *a = pa, *b = pb;
+    if (a->rank != b->rank)
+        return a->rank < b->rank ? -1 : 1;
+    if (a->stream != b->stream)
+        return a->stream < b->stream ? -1 : 1;
+    if (a->iter != b->iter)
+        return a->iter < b->iter ? -1 : 1;
+    return strcmp(a->name, b->name);
+}
+
+/* Reads every file, one open at a time: first the extent over all of them,
+ * then each file's rows. */
+static int load_files(const struct xr_hta_files *f, const char *steps_json, kernel_vec *rows, int64_t *t_min,
+                      double *mean_iter, struct hm_err *err)
+{
+    struct extent e = {0};
+    int rc = 0;
+
+    for (int pass = 0; pass < 2 && rc == 0; pass++) {
+        for (int i = 0; i < f->n && rc == 0; i++) {
+            sqlite3 *db = f->open(f->ctx, i, err);
+            if (!db)
+                rc = err->code ? err->code : HM_EIO;
+            else
+                rc = pass == 0 ? load_extent(db, steps_json, &e, err) : load_rows(db, steps_json, &e, rows, err);
+            if (db && f->done)
+                f->done(f->ctx, db);
+        }
+    }
+    if (rows->n > 1)
+        qsort(rows->v, rows->n, sizeof *rows->v, cmp_row);
+    *t_min = e.t_min;
+    *mean_iter = e.iters.n ? (double)(e.t_max - e.t_min) / (double)e.iters.n : 0;
+    HM_VEC_FREE(e.iters);
+    return rc;
 }
 
 /* Sample standard deviation (pandas' default), NaN below two values. */
@@ -244,7 +332,20 @@ static char *steps_to_json(const struct xr_hta_opts *o)
     return s;
 }
 
+static sqlite3 *one_file(void *ctx, int i, struct hm_err *err)
+{
+    (void)i, (void)err;
+    return ctx;
+}
+
 int xr_stragglers_hta(sqlite3 *db, const struct xr_hta_opts *o, cJSON *doc, struct hm_err *err)
+{
+    const struct xr_hta_files one = {1, one_file, NULL, db};
+    return xr_stragglers_hta_files(&one, o, doc, err);
+}
+
+int xr_stragglers_hta_files(const struct xr_hta_files *f, const struct xr_hta_opts *o, cJSON *doc,
+                            struct hm_err *err)
 {
     kernel_vec rows = {0};
     int64_t t_min = 0, stream = 0;
@@ -257,7 +358,7 @@ int xr_stragglers_hta(sqlite3 *db, const struct xr_hta_opts *o, cJSON *doc, stru
 
     if (o->steps && !steps)
         return hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
-    rc = load_rows(db, steps, &rows, &t_min, &mean_iter, err);
+    rc = load_files(f, steps, &rows, &t_min, &mean_iter, err);
     free(steps);
     if (rc)
         goto out;

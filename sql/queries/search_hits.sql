@@ -1,9 +1,9 @@
--- /api/search: what a query text names, at most 20 hits, best first.
+-- /api/search: what a query text names, best first: at most 12 hits
+-- (search.c adds the slices of at most 5 names after them, search_names.sql).
 -- ?1: the text; ?2: a number in it (rank, step or sequence), or NULL;
 -- ?3: its word before a number ("rank", "step", a process group or an op),
 -- or NULL. Times are absolute; the caller makes them relative.
--- kind: rank, step, collective, nvtx (stitched range), slice (a first
--- occurrence of a name).
+-- kind: rank, step, collective, nvtx (stitched range).
 WITH rank_hit AS (
     SELECT 'rank' AS kind, 'rank ' || rank AS label, rank, NULL AS t0, NULL AS t1, NULL AS id,
            NULL AS pg, NULL AS seq, 0 AS ord
@@ -34,21 +34,9 @@ nvtx_hit AS (
     WHERE ?2 IS NULL AND length(?1) >= 2 AND instr(lower(s.str), lower(?1)) > 0
     ORDER BY n.first_enter_ns
     LIMIT 10
-),
-names AS (
-    SELECT id, str FROM strings
-    WHERE ?2 IS NULL AND length(?1) >= 2 AND instr(lower(str), lower(?1)) > 0
-    LIMIT 5
-),
-slice_hit AS (
-    SELECT 'slice', n.str || ' (first on rank ' || t.rank || ')', t.rank, s.ts, s.ts + s.dur, s.id, NULL, NULL, 4
-    FROM names n
-    JOIN slices s ON s.id = (SELECT id FROM slices WHERE name = n.id LIMIT 1)
-    JOIN tracks t ON t.id = s.track
 )
 SELECT kind, label, rank, t0, t1, id, pg, seq FROM (
     SELECT * FROM rank_hit UNION ALL SELECT * FROM step_hit UNION ALL SELECT * FROM coll_hit
-    UNION ALL SELECT * FROM nvtx_hit UNION ALL SELECT * FROM slice_hit
+    UNION ALL SELECT * FROM nvtx_hit
 )
-ORDER BY ord
-LIMIT 20;
+ORDER BY ord;

@@ -16,29 +16,9 @@
 set -u
 . "$(dirname "$0")/../lib.sh"
 . "${HM_SOURCE_DIR:?}/tests/tools/serve_port.sh"
+. "${HM_SOURCE_DIR:?}/tests/tools/shard_hosts.sh"
 H=${HTAMERGE:?}; SYN=${HTAMERGE_SYNTH:?}; SRC=${HM_SOURCE_DIR:?}
-mpi_env
-export ASAN_OPTIONS=${ASAN_OPTIONS:-}:detect_leaks=0
-hm_tmpdir ingest_shards
-cd "$T" || exit 1
-T=$(pwd -P)
-pids=()
-trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; cd /; rm -rf "$T"' EXIT
-
-ln -s "$HM_SOURCE_DIR/tests/tools/sim_host.sh" host.sh
-export HM_HOSTS="0:a 3:b 5:c"
-export HM_ROOT=$T
-mkdir -p a b c
-
-# workers DIR: DIR's rank file names (WORKER.*) in the order of the rank
-# their traces carry (the names hold pids, whose order is not the ranks').
-workers() {
-    local w
-    for w in $(ls "$1" | sed 's/\..*//' | sort -u); do
-        set -- "$1" "$1/$w".*
-        printf '%s %s\n' "$(zcat -f "$2" | head -c 4096 | grep -o '"rank": *[0-9]*' | head -n 1 | grep -o '[0-9]*$')" "$w"
-    done | sort -n | cut -d' ' -f2
-}
+shard_hosts ingest_shards
 
 # spread DIR NAME: DIR's files, grouped by worker, two workers a host in
 # rank order, into HOST/NAME; all into all-NAME.
@@ -144,7 +124,9 @@ grep -q "index of a sharded ingest" note.log || fail "sql on the index: no note:
   = "$(sql1 syn-one.db "SELECT count(*) FROM slices s JOIN tracks t ON t.id = s.track WHERE t.rank = 4")" ] ||
     fail "sql --rank 4: not rank 4's slices"
 # export walks the shards of the ranks asked for (all without --ranks): the
-# same slices, counters and launch flows as one ingest's export.
+# same slices, counters, launch and collective flows as one ingest's export
+# (test_shards_readers.sh checks those and the other readers of every rank's
+# slices further).
 for r in "--ranks 1,2,5" ""; do
     "$H" export syn.db $r -o e.json 2> e.log || fail "export $r of the index: $(cat e.log)"
     "$H" export syn-one.db $r -o e1.json 2> e1.log || fail "export $r: $(cat e1.log)"
@@ -154,8 +136,6 @@ done
 [ $rc = 2 ] && grep -q "rank 9 is in no shard" e2.log || fail "export of a rank in no shard: exit $rc, $(cat e2.log)"
 "$H" diff syn-one.db syn.db --format json > diff.json || fail "diff of the index against one ingest: exit $?"
 python3 -c 'import json; d = json.load(open("diff.json")); assert d["comparable"] is True and d["regressed"] is False, d' || fail "diff: $(head -c 300 diff.json)"
-"$H" report syn.db stragglers --method hta > /dev/null 2> hta.log && fail "stragglers --method hta answered from the index"
-grep -q "shards" hta.log || fail "stragglers --method hta: $(cat hta.log)"
 
 # serve: the index answers reports and the heat map itself, and the
 # timeline of ranks of three shards from those shards, the same as one
