@@ -72,6 +72,20 @@ static int search_fail(sqlite3 *db, struct hm_err *err)
     return hm_err_set(err, HM_ESQL, NULL, -1, "search: %s", sqlite3_errmsg(db));
 }
 
+/* Whether the writer noted each name's first slice when it finished the
+ * file (name_first_slices): a rare name's first slice can lie gigabytes
+ * into a file that slices would be scanned through (2.1 s for "nccl" on
+ * 64 x 55 MB of traces). */
+static int first_noted(sqlite3 *db)
+{
+    sqlite3_stmt *st = NULL;
+    int yes = sqlite3_prepare_v2(db, "SELECT 1 FROM meta WHERE key = 'name_first_slices' AND value = 'complete'", -1,
+                                 &st, NULL) == SQLITE_OK &&
+              sqlite3_step(st) == SQLITE_ROW;
+    sqlite3_finalize(st);
+    return yes;
+}
+
 int qry_search_first_in_file(void *ctx, const char *name, int64_t name_id, struct qry_search_slice *out,
                          struct hm_err *err)
 {
@@ -80,7 +94,8 @@ int qry_search_first_in_file(void *ctx, const char *name, int64_t name_id, struc
     int rc;
 
     (void)name;
-    if (sqlite3_prepare_v2(db, hm_sql_search_first_slice, -1, &st, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(db, first_noted(db) ? hm_sql_search_first_slice_noted : hm_sql_search_first_slice, -1,
+                           &st, NULL) != SQLITE_OK)
         return search_fail(db, err);
     HM_COLUMNS_CHECK(st, first_names);
     sqlite3_bind_int64(st, 1, name_id);

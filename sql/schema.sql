@@ -76,6 +76,16 @@ CREATE TABLE strings (
     str TEXT NOT NULL         -- the text
 );
 
+-- The first slice (lowest id, the first stored) of each slice name, so
+-- that a search by name need not scan slices, which have no index on
+-- name (indexes.sql). Written when the file is finished
+-- (meta.name_first_slices = 'complete'); a file finished without it, or
+-- still being written, is scanned instead.
+CREATE TABLE name_first_slices (
+    name  INTEGER PRIMARY KEY, -- strings.id of slices.name
+    slice INTEGER NOT NULL     -- slices.id
+);
+
 -- Event categories (enum hm_cat of common/record.h): the values of slices.cat.
 CREATE TABLE categories (
     id   INTEGER PRIMARY KEY,  -- enum hm_cat value; 0 is "other"

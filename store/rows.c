@@ -87,6 +87,28 @@ static int check_batch(struct mrg_writer *w, const struct hm_batch *b, struct hm
     return 0;
 }
 
+/* Notes id as name's first slice if it has none yet (name_first_slices). */
+static void note_first(struct mrg_writer *w, hm_strid name, int64_t id)
+{
+    if (!name || w->first_lost)
+        return;
+    if (name >= w->first_cap) {
+        size_t cap = w->first_cap ? w->first_cap : 1024;
+        int64_t *v;
+        while (cap <= name)
+            cap *= 2;
+        if (!(v = realloc(w->first_slice, cap * sizeof *v))) {
+            w->first_lost = 1;
+            return;
+        }
+        memset(v + w->first_cap, 0, (cap - w->first_cap) * sizeof *v);
+        w->first_slice = v;
+        w->first_cap = cap;
+    }
+    if (!w->first_slice[name])
+        w->first_slice[name] = id;
+}
+
 /* Binds the slice at storage position k (id c->first + k) to parameters
  * o+1 .. o+SLICE_COLS. */
 static void bind_slice(struct mrg_writer *w, const struct bctx *c, sqlite3_stmt *st, int o,
@@ -96,11 +118,14 @@ static void bind_slice(struct mrg_writer *w, const struct bctx *c, sqlite3_stmt 
     uint32_t i = w->sc.nest.keys[k].idx, parent = w->sc.nest.parent[i];
     const struct hm_slice *s = &b->slices.v[i];
     int64_t ts = wr_align_ts(c, s->ts);
+    hm_strid name = wr_gstr(w, b, s->name);
 
+    if (!w->index_only)   /* an index keeps few slices: its shards answer */
+        note_first(w, name, c->first + (int64_t)k);
     sqlite3_bind_int64(st, o + 1, w->sc.tmap[s->track]);
     sqlite3_bind_int64(st, o + 2, ts);
     sqlite3_bind_int64(st, o + 3, c->drift ? wr_align_ts(c, hm_add_wrap(s->ts, s->dur)) - ts : s->dur);
-    wr_bind_sid(st, o + 4, wr_gstr(w, b, s->name));
+    wr_bind_sid(st, o + 4, name);
     sqlite3_bind_int(st, o + 5, s->cat < HM_CAT__COUNT ? s->cat : HM_CAT_OTHER);
     wr_bind_sid(st, o + 6, s->cat == HM_CAT_OTHER ? wr_gstr(w, b, s->cat_name) : 0);
     sqlite3_bind_int(st, o + 7, (int)w->sc.nest.depth[i]);

@@ -317,6 +317,7 @@ void wr_free(struct mrg_writer *w)
     free(w->sc.smap);
     free(w->sc.tmap);
     free(w->keep);
+    free(w->first_slice);
     hm_nesting_free(&w->sc.nest);
     free(w->final_path);
     free(w->tmp_path);
@@ -465,10 +466,35 @@ static int publish(struct mrg_writer *w, struct hm_err *err)
 /* Dimension rows, indexes and views, then finish_sql and close: FRESH or
  * in place to CLOSED. A live file may have readers (htamerge serve): it
  * stays WAL. */
+/* name_first_slices, from what the inserts noted; nothing when they noted
+ * nothing (a reopened file keeps its own) or ran out of memory. */
+static int write_first_slices(struct mrg_writer *w, struct hm_err *err)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = 0;
+
+    if (!w->first_slice || w->first_lost)
+        return 0;
+    if (sqlite3_prepare_v2(w->db, "INSERT OR REPLACE INTO name_first_slices (name, slice) VALUES (?1, ?2)", -1, &st,
+                           NULL) != SQLITE_OK)
+        return wr_fail_sql(w, err, "storing the first slice of each name");
+    for (size_t i = 1; i < w->first_cap && rc == 0; i++) {
+        if (!w->first_slice[i])
+            continue;
+        sqlite3_bind_int64(st, 1, (sqlite3_int64)i);
+        sqlite3_bind_int64(st, 2, w->first_slice[i]);
+        rc = wr_step(w, st, err, "storing the first slice of each name");
+    }
+    sqlite3_finalize(st);
+    return rc ? rc : mrg_writer_set_meta(w, "name_first_slices", "complete", err);
+}
+
 static int finish_db(struct mrg_writer *w, struct hm_err *err)
 {
     int rc = wr_write_dimensions(w, 1, err);
 
+    if (rc == 0)
+        rc = write_first_slices(w, err);
     if (rc == 0)
         rc = wr_exec(w, hm_sql_indexes, err, "building indexes");
     if (rc == 0)

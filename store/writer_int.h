@@ -128,6 +128,10 @@ struct mrg_writer {
     unsigned char *keep;             /* index mode: which slices of the batch are stored */
     size_t keep_cap;
     uint32_t strings_written;        /* ids below this are rows of `strings` */
+    int64_t *first_slice;            /* owned, by strings.id: the first slices.id of that
+                                        name, 0 none (name_first_slices); NULL when not kept */
+    size_t first_cap;
+    int first_lost;                  /* out of memory while noting them: not written */
     struct mrg_writer_stats stats;
     struct scratch sc;
     int wb_fd;                       /* writeback.c: -1 not open yet, -2 off */

@@ -88,10 +88,32 @@ check s4.json 'd["hits"] and d["hits"][0]["kind"] == "nvtx" and "backward" in d[
 expect 200 '/api/search?q=no-such-name' s5.json
 check s5.json 'd["hits"] == []'
 expect 400 '/api/search' s6.json
+# Names' first slices come from name_first_slices, noted as the file was
+# written: the lowest slice id of every name, and the same hits as a scan
+# of slices gives (the same file without the note, as older files have it).
+[ "$(sql1 "$T/run.db" "SELECT value FROM meta WHERE key = 'name_first_slices'")" = complete ] &&
+    [ "$(sql1 "$T/run.db" 'SELECT count(*) FROM name_first_slices')" -gt 20 ] &&
+    [ -z "$(sqlite3 "$T/run.db" 'SELECT name, min(id) FROM slices WHERE name IS NOT NULL GROUP BY name
+                                  EXCEPT SELECT name, slice FROM name_first_slices')" ] &&
+    [ -z "$(sqlite3 "$T/run.db" 'SELECT name, slice FROM name_first_slices
+                                  EXCEPT SELECT name, min(id) FROM slices WHERE name IS NOT NULL GROUP BY name')" ] ||
+    fail "name_first_slices is not every name's first slice"
+for q in aten 'aten%3A%3Alinear' cudaMemcpy nccl; do
+    expect 200 "/api/search?q=$q" "noted-$q.json"
+done
 # /api/timeline: a run of more than 16 ranks names the ranks to draw.
 expect 400 '/api/timeline?px=300' t1.json
 expect 400 '/api/timeline?px=300&ranks=0-16' t2.json
 expect 200 '/api/timeline?px=300&ranks=0-15' t3.json
+kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+cp "$T/run.db" "$T/scan.db"
+sqlite3 "$T/scan.db" "DELETE FROM meta WHERE key = 'name_first_slices'" || fail "scan copy"
+serve "$T/scan.db"
+for q in aten 'aten%3A%3Alinear' cudaMemcpy nccl; do
+    expect 200 "/api/search?q=$q" "scan-$q.json"
+    cmp -s "$T/noted-$q.json" "$T/scan-$q.json" && grep -q '"kind":[[:space:]]*"slice"' "$T/noted-$q.json" ||
+        fail "search $q: noted first slices differ from a scan: $(head -c 300 "$T/noted-$q.json") / $(head -c 300 "$T/scan-$q.json")"
+done
 kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
 
 # The same cells from slices, as a file without rank_activity has them:
