@@ -2,7 +2,8 @@
  * shared-memory ring refused or a dead producer left half written, CUPTI
  * records dropped or left without times, NVTX ranges lost. The collectors
  * count them as "htamerge/..." counters, which a timeline shows but a
- * summary must say, so that no loss goes unnoticed. */
+ * summary must say, so that no loss goes unnoticed. Listed in
+ * report_summary_losses.sql. */
 #ifndef HM_QUERY_CAPTURE_LOSSES_H
 #define HM_QUERY_CAPTURE_LOSSES_H
 
