@@ -60,7 +60,8 @@ static const char *const hta_names[] = {HTA_COLUMNS(HM_COLUMN_NAME)};
  * files counts once). */
 struct extent {
     int64_t t_min, t_max;
-    HM_VEC(int64_t) iters;   /* distinct, unsorted */
+    HM_VEC(int64_t) iters;   /* each file's steps, a step on several files repeated */
+    size_t distinct;         /* steps, once iters is complete (count_steps) */
 };
 
 static int hta_sql_fail(sqlite3 *db, struct hm_err *err)
@@ -82,14 +83,11 @@ static int load_extent(sqlite3 *db, const char *steps_json, struct extent *e, st
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         int64_t it = sqlite3_column_int64(st, HE_ITERATION), lo = sqlite3_column_int64(st, HE_T_MIN);
         int64_t hi = sqlite3_column_int64(st, HE_T_MAX);
-        size_t k = 0;
         if (e->iters.n == 0 || lo < e->t_min)
             e->t_min = lo;
         if (e->iters.n == 0 || hi > e->t_max)
             e->t_max = hi;
-        while (k < e->iters.n && e->iters.v[k] != it)
-            k++;
-        int64_t *slot = k == e->iters.n ? HM_VEC_PUSH(e->iters) : &e->iters.v[k];
+        int64_t *slot = HM_VEC_PUSH(e->iters);
         if (!slot) {
             sqlite3_finalize(st);
             return hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
@@ -98,6 +96,23 @@ static int load_extent(sqlite3 *db, const char *steps_json, struct extent *e, st
     }
     sqlite3_finalize(st);
     return rc == SQLITE_DONE ? 0 : hta_sql_fail(db, err);
+}
+
+static int cmp_i64(const void *pa, const void *pb)
+{
+    int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
+    return a < b ? -1 : a > b;
+}
+
+/* e->distinct: the steps over every file, each once (sorted, not searched:
+ * a file holds tens of thousands of steps). */
+static void count_steps(struct extent *e)
+{
+    e->distinct = 0;
+    if (e->iters.n)
+        qsort(e->iters.v, e->iters.n, sizeof *e->iters.v, cmp_i64);
+    for (size_t k = 0; k < e->iters.n; k++)
+        e->distinct += k == 0 || e->iters.v[k] != e->iters.v[k - 1];
 }
 
 /* Appends the file's rows, keeping the last of each group (a group's rows
@@ -116,7 +131,7 @@ static int load_rows(sqlite3 *db, const char *steps_json, const struct extent *e
         sqlite3_bind_text(st, 1, steps_json, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int64(st, 2, e->t_min);
     sqlite3_bind_int64(st, 3, e->t_max);
-    sqlite3_bind_int64(st, 4, (int64_t)e->iters.n);
+    sqlite3_bind_int64(st, 4, (int64_t)e->distinct);
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         int rank = sqlite3_column_int(st, HC_RANK);
         int64_t stream = sqlite3_column_int64(st, HC_STREAM), iter = sqlite3_column_int64(st, HC_ITERATION);
@@ -160,6 +175,8 @@ static int load_files(const struct xr_hta_files *f, const char *steps_json, kern
     int rc = 0;
 
     for (int pass = 0; pass < 2 && rc == 0; pass++) {
+        if (pass == 1)
+            count_steps(&e);
         for (int i = 0; i < f->n && rc == 0; i++) {
             sqlite3 *db = f->open(f->ctx, i, err);
             if (!db)
@@ -173,7 +190,7 @@ static int load_files(const struct xr_hta_files *f, const char *steps_json, kern
     if (rows->n > 1)
         qsort(rows->v, rows->n, sizeof *rows->v, cmp_row);
     *t_min = e.t_min;
-    *mean_iter = e.iters.n ? (double)(e.t_max - e.t_min) / (double)e.iters.n : 0;
+    *mean_iter = e.distinct ? (double)(e.t_max - e.t_min) / (double)e.distinct : 0;
     HM_VEC_FREE(e.iters);
     return rc;
 }
