@@ -1,4 +1,5 @@
-/* Growable arrays: the one growth routine behind HM_VEC_PUSH. */
+/* Growable arrays: the one growth routine behind HM_VEC_PUSH, and the
+ * int64_t comparator their sorts share. */
 #include "vec.h"
 #include "err.h"
 
@@ -24,4 +25,10 @@ int hm_vec_reserve(void **data, size_t *cap, size_t need, size_t elem)
     *data = p;
     *cap = ncap;
     return 0;
+}
+
+int hm_cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
 }

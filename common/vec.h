@@ -11,6 +11,9 @@
 /* Ensures room for `need` elements of size `elem`; returns 0 or HM_ENOMEM. */
 int hm_vec_reserve(void **data, size_t *cap, size_t need, size_t elem);
 
+/* qsort and bsearch of int64_t, ascending. */
+int hm_cmp_i64(const void *a, const void *b);
+
 #define HM_VEC(type) struct { type *v; size_t n, cap; }
 
 #define HM_VEC_PUSH(vec) \

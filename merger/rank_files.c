@@ -34,12 +34,6 @@ struct mrg_rank_files {
     size_t offered, read_back;   /* ranks finished either way */
 };
 
-static int cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 static int fingerprint(const struct hm_batch *b, size_t i, struct file_print *f)
 {
     memset(f, 0, sizeof *f);
@@ -61,7 +55,7 @@ static int fingerprint(const struct hm_batch *b, size_t i, struct file_print *f)
     for (size_t k = 0; k < b->steps.n; k++)
         if (b->steps.v[k].source == HM_STEP_PROFILER)
             f->steps[f->nsteps++] = b->steps.v[k].number;
-    qsort(f->steps, f->nsteps, sizeof *f->steps, cmp_i64);
+    qsort(f->steps, f->nsteps, sizeof *f->steps, hm_cmp_i64);
     return 0;
 }
 

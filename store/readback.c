@@ -106,12 +106,6 @@ static int load_slices(struct mrg_writer *w, int rank, struct hm_batch *b, int64
     return rc == SQLITE_DONE ? 0 : wr_fail_sql(w, err, "loading a rank");
 }
 
-static int cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 #define LOAD_STEP_COLUMNS(X) \
     X(LP_NUMBER, "number") X(LP_TS, "ts") X(LP_DUR, "dur") X(LP_SLICE, "slice") X(LP_SOURCE, "source")
 enum { LOAD_STEP_COLUMNS(HM_COLUMN_ENUM) LP__COUNT };
@@ -137,7 +131,7 @@ static int load_steps(struct mrg_writer *w, int rank, struct hm_batch *b, const 
         p->ts = sqlite3_column_int64(st, LP_TS);
         p->dur = sqlite3_column_int64(st, LP_DUR);
         int64_t id = sqlite3_column_int64(st, LP_SLICE);
-        const int64_t *hit = ids ? bsearch(&id, ids, b->slices.n, sizeof *ids, cmp_i64) : NULL;
+        const int64_t *hit = ids ? bsearch(&id, ids, b->slices.n, sizeof *ids, hm_cmp_i64) : NULL;
         p->slice = hit ? (uint32_t)(hit - ids) : UINT32_MAX; /* position in load order */
         p->source = (uint8_t)hm_step_source_parse((const char *)sqlite3_column_text(st, LP_SOURCE));
     }

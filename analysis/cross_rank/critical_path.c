@@ -148,12 +148,6 @@ static int64_t compute_within(const struct rank_facts *f, int64_t a, int64_t b)
     return s;
 }
 
-static int cmp_i64(const void *pa, const void *pb)
-{
-    int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
-    return a < b ? -1 : a > b;
-}
-
 static int push(seg_vec *path, struct seg s)
 {
     struct seg *e = HM_VEC_PUSH(*path);
@@ -204,7 +198,7 @@ static int push_work(seg_vec *path, int rank, const struct rank_facts *f, int64_
         if (f->phases.v[i].end > a && f->phases.v[i].end < b)
             cuts[n++] = f->phases.v[i].end;
     }
-    qsort(cuts, n, sizeof *cuts, cmp_i64);
+    qsort(cuts, n, sizeof *cuts, hm_cmp_i64);
     for (size_t i = 0; i < n; i++)   /* unique */
         if (!m || cuts[i] != cuts[m - 1])
             cuts[m++] = cuts[i];
@@ -376,7 +370,7 @@ int xr_critical_path(struct xr_ctx *x, struct hm_err *err)
     if (rc == 0 && nnum)
         rc = xr_prepare(x, hm_sql_xrank_insert_path, &st, err);
     if (rc == 0)
-        xr_sort(numbers, nnum, sizeof *numbers, cmp_i64);
+        xr_sort(numbers, nnum, sizeof *numbers, hm_cmp_i64);
     for (size_t i = 0; i < nnum && rc == 0; i++) {
         if (i && numbers[i] == numbers[i - 1])
             continue;

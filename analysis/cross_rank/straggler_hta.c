@@ -98,19 +98,13 @@ static int load_extent(sqlite3 *db, const char *steps_json, struct extent *e, st
     return rc == SQLITE_DONE ? 0 : hta_sql_fail(db, err);
 }
 
-static int cmp_i64(const void *pa, const void *pb)
-{
-    int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
-    return a < b ? -1 : a > b;
-}
-
 /* e->distinct: the steps over every file, each once (sorted, not searched:
  * a file holds tens of thousands of steps). */
 static void count_steps(struct extent *e)
 {
     e->distinct = 0;
     if (e->iters.n)
-        qsort(e->iters.v, e->iters.n, sizeof *e->iters.v, cmp_i64);
+        qsort(e->iters.v, e->iters.n, sizeof *e->iters.v, hm_cmp_i64);
     for (size_t k = 0; k < e->iters.n; k++)
         e->distinct += k == 0 || e->iters.v[k] != e->iters.v[k - 1];
 }
