@@ -3,7 +3,10 @@
 
 #include <stdlib.h>
 
+#include "hm_sql.h"
 #include "shards.h"
+
+enum { SEARCH_SHARDS_RANK = 1 };   /* search_shards.sql: shard, rank, first_file */
 
 struct shard_list {
     sqlite3 *index;      /* borrowed */
@@ -32,10 +35,9 @@ int qry_shard_stragglers_hta(sqlite3 *db, const struct xr_hta_opts *o, cJSON *do
 
     if (!(l.first_rank = calloc((size_t)n + 1, sizeof *l.first_rank)))
         return hm_err_set(err, HM_ENOMEM, NULL, -1, "out of memory");
-    if (sqlite3_prepare_v2(db, "SELECT min(rank) FROM rank_shards GROUP BY shard ORDER BY shard", -1, &st, NULL) ==
-        SQLITE_OK)
+    if (sqlite3_prepare_v2(db, hm_sql_search_shards, -1, &st, NULL) == SQLITE_OK)
         while (f.n < n && (step = sqlite3_step(st)) == SQLITE_ROW)
-            l.first_rank[f.n++] = sqlite3_column_int(st, 0);
+            l.first_rank[f.n++] = sqlite3_column_int(st, SEARCH_SHARDS_RANK);
     if (!st || (step != SQLITE_ROW && step != SQLITE_DONE))
         rc = hm_err_set(err, HM_ESQL, l.path, -1, "reading rank_shards: %s", sqlite3_errmsg(db));
     else
