@@ -50,6 +50,10 @@ struct cap_budget {
     double ab;                        /* measured: attached steps' median / detached's - 1; < 0 none */
     double win_ns;                    /* measured: program time one window of the current
                                          plan's length cost; < 0 none */
+    double hooks;                     /* measured: the Python hooks' share of a step (with
+                                         HOOKS_FACTOR for what their own clock misses); 0 none */
+    int hooks_pending;                /* steps are known, the hooks' share not yet */
+    int planned_blind;                /* the current plan was made while hooks_pending */
     int have_last;
     int64_t peers_min_step, peers_max_step;  /* the other ranks' steps (cap_budget_peers); -1 none */
     int64_t repay_from_ns;            /* when the first windows were planned */

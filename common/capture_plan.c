@@ -62,6 +62,12 @@ uint64_t hm_capture_plan_gen(const void *area)
     return atomic_load_explicit(&a->gen, memory_order_acquire);
 }
 
+const volatile uint64_t *hm_capture_plan_gen_word(const void *area)
+{
+    const struct area *a = area;
+    return (const volatile uint64_t *)&a->gen;
+}
+
 uint64_t hm_capture_plan_get(const void *area, struct hm_capture_plan *p)
 {
     const struct area *a = area;
@@ -149,6 +155,16 @@ int hm_capture_step(const struct hm_capture_plan *p, int64_t s)
     default:
         return f | HM_CAPTURE_F_WINDOW;
     }
+}
+
+int64_t hm_capture_next_change(const struct hm_capture_plan *p, int64_t step, int64_t limit)
+{
+    int f = hm_capture_step(p, step);
+
+    for (int64_t s = step + 1; s <= step + limit; s++)
+        if (hm_capture_step(p, s) != f)
+            return s;
+    return step + limit;
 }
 
 int hm_capture_time(const struct hm_capture_plan *p, int64_t t)

@@ -58,6 +58,10 @@ struct hm_capture_measured {
      * (instrumenting each kernel again) count. Median of the last
      * windows, and how many windows it is of. */
     int64_t win_excess_ns, win_n;
+    /* The Python hooks' own time per step (mean of recent steps, ns),
+     * and how many steps it is of: what recording steps costs, which the
+     * windows' aim leaves room for. */
+    int64_t hooks_ns, hooks_n;
 };
 
 /* What the sources report back (each field has one writer). */
@@ -81,6 +85,10 @@ void hm_capture_plan_put(void *area, const struct hm_capture_plan *p);
 /* Readers: the plan's generation, which changes whenever a new plan was
  * put (cheap to poll). */
 uint64_t hm_capture_plan_gen(const void *area);
+/* The generation's word itself, for a reader that polls it by address
+ * (the Python hooks, where a call costs more than the read); a changed
+ * value is then confirmed by hm_capture_plan_get. */
+const volatile uint64_t *hm_capture_plan_gen_word(const void *area);
 /* Readers: a consistent copy of the plan; returns its generation. */
 uint64_t hm_capture_plan_get(const void *area, struct hm_capture_plan *p);
 
@@ -100,6 +108,9 @@ int hm_capture_plan_all(const struct hm_capture_plan *p);
 /* Whether step s is to be recorded in full under p: HM_CAPTURE_F_* bits,
  * 0 when not. A plan that is UNSET or ALL records every step (WINDOW). */
 int hm_capture_step(const struct hm_capture_plan *p, int64_t step);
+/* The first step after `step` whose hm_capture_step differs from step's
+ * (at most step + limit): the hooks ask once per change, not once a step. */
+int64_t hm_capture_next_change(const struct hm_capture_plan *p, int64_t step, int64_t limit);
 /* The same for the moment t_ns (Unix ns), for sources that know no steps:
  * TIME windows, ALL, and a request by time. STEPS plans answer WINDOW
  * (the hooks decide at step boundaries). */

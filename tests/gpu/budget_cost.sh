@@ -23,6 +23,9 @@
 # PIN (e.g. "taskset -c 4-11") prefixes every run alike: unpinned, the
 # LSTM's plain runs moved 10 % between processes.
 #
+# KEEP_LOGS=1 keeps every run's output (OUT/logs/LOOP-MODE-REP.log): the
+# example's ms/batch per interval shows where in a run a cost sets in.
+#
 # usage: [MODES="plain default"] [PIN=...] [LSTM_EPOCHS=1] [LOOPS=lstm] [EXTRA=0] [PACK=1] tests/gpu/budget_cost.sh CARRY OUT REPS
 #        (CARRY/wlm holds the example; EXTRA=0 skips the two-rank and on-demand runs;
 #        PACK=1 leaves OUT as one OUT.tgz, since the device returns at most 8 files)
@@ -74,6 +77,7 @@ for rep in $(seq 1 "$REPS"); do
             plan=$(grep -o 'capture plan [0-9]*: .*' "$W/out.log" | tail -1 | sed 's/"/'"'"'/g')
             echo "{\"rep\": $rep, \"loop\": \"$loop\", \"mode\": \"$mode\", \"rc\": $rc, \"wall_s\": $wall, \"mean_ms\": ${m:-null}, \"plan\": \"$plan\"}" >>"$R"
             [ $rc -eq 0 ] || tail -20 "$W/out.log" >"$O/fail-$loop-$mode-$rep.log"
+            [ "${KEEP_LOGS:-0}" = 1 ] && mkdir -p "$O/logs" && cp "$W/out.log" "$O/logs/$loop-$mode-$rep.log"
             if [ "$mode" != plain ] && [ -f "$W/c.db" ]; then
                 python3 "$T/budget_summary.py" "$W/c.db" "$loop-$mode-$rep" >>"$O/summaries.jsonl"
             fi

@@ -47,11 +47,18 @@ PY
 
 # One step in N after the first N: HTAMERGE_MEMORY_EVERY=2 over 6 steps
 # samples the hooks' steps 0, 1, 2 and 4 (the table's 1, 2, 3, 5); 0: none.
-HTAMERGE_MEMORY_EVERY=2 timeout -k 5 120 "$H" -o every.db "$P" "$SRC/tests/integration/py/memory_fake_cuda.py" 6 \
+HTAMERGE_MEMORY_EVERY=2 HTAMERGE_MEMORY_GAP_MS=0 timeout -k 5 120 "$H" -o every.db "$P" "$SRC/tests/integration/py/memory_fake_cuda.py" 6 \
     > every.log 2>&1 || fail "HTAMERGE_MEMORY_EVERY=2 run: exit $?"
 got=$(sql1 every.db "SELECT group_concat(step, ' ') FROM (SELECT DISTINCT step FROM memory_peaks
                      WHERE step IS NOT NULL AND phase <> 'other' ORDER BY step)")
 [ "$got" = "1 2 3 5" ] || fail "HTAMERGE_MEMORY_EVERY=2: steps with memory samples: $got, want 1 2 3 5"
+# Sampled steps at least HTAMERGE_MEMORY_GAP_MS apart: with a gap longer
+# than the run, only the first EVERY steps.
+HTAMERGE_MEMORY_EVERY=2 HTAMERGE_MEMORY_GAP_MS=600000 timeout -k 5 120 "$H" -o gap.db "$P" \
+    "$SRC/tests/integration/py/memory_fake_cuda.py" 6 > gap.log 2>&1 || fail "HTAMERGE_MEMORY_GAP_MS run: exit $?"
+got=$(sql1 gap.db "SELECT group_concat(step, ' ') FROM (SELECT DISTINCT step FROM memory_peaks
+                   WHERE step IS NOT NULL AND phase <> 'other' ORDER BY step)")
+[ "$got" = "1 2" ] || fail "HTAMERGE_MEMORY_GAP_MS=600000: steps with memory samples: $got, want 1 2"
 HTAMERGE_MEMORY_EVERY=0 timeout -k 5 120 "$H" -o never.db "$P" "$SRC/tests/integration/py/memory_fake_cuda.py" 3 \
     > never.log 2>&1 || fail "HTAMERGE_MEMORY_EVERY=0 run: exit $?"
 [ "$(sql1 never.db "SELECT count(*) FROM counters")" = 0 ] || fail "HTAMERGE_MEMORY_EVERY=0 still sampled"

@@ -17,6 +17,8 @@ import _htamerge_hooks as h  # noqa: E402
 _real = ctypes.CDLL(sys.argv[2])
 _real.hmpy_capture_step.argtypes = [ctypes.POINTER(h._Plan), ctypes.c_int64]
 _real.hmpy_capture_step.restype = ctypes.c_int
+_real.hmpy_capture_next_change.argtypes = [ctypes.POINTER(h._Plan), ctypes.c_int64]
+_real.hmpy_capture_next_change.restype = ctypes.c_int64
 
 fails = []
 
@@ -40,6 +42,9 @@ class Ring:
 
     def hmpy_capture_step(self, ref, step):
         return _real.hmpy_capture_step(ref, step)
+
+    def hmpy_capture_next_change(self, ref, step):
+        return _real.hmpy_capture_next_change(ref, step)
 
     def hmpy_step_ab(self, *a):
         self.ab = a
@@ -66,6 +71,8 @@ def reset(plan):
     C = h._Capture
     C.gen, C.plan, C.cupti, C.no_cupti, C.req, C.switched_at, C.ab_new = 0, None, None, False, 0, None, 0
     C.state_of, C.durs, C.win, C.wins = {}, ([], []), None, []
+    C.f_from = C.f_until = None
+    C.busy = False
     return ring, inj, C
 
 

@@ -32,7 +32,9 @@
 #     before the range's end (never reset: the program's own peak figures
 #     stay its own). So the phase that set each new peak is known exactly,
 #     without torch.profiler's profile_memory. Every step of the first 8,
-#     then one step in 8 ($HTAMERGE_MEMORY_EVERY; 0: never).
+#     then one step in 8 ($HTAMERGE_MEMORY_EVERY; 0: never), and at most
+#     one in each 200 ms ($HTAMERGE_MEMORY_GAP_MS): a sampled step reads the
+#     allocator's statistics five times, tens of us each.
 #   the capture plan rank 0 sends (htamerge's cost budget, and requests of
 #     `htamerge capture --steps N`), carried out at step boundaries, so that
 #     every rank records the same steps: CUPTI attached or detached for the
@@ -52,6 +54,7 @@
 # Every hook is wrapped in try/except: a failure disables the hooks with one
 # line "htamerge: python hooks disabled: REASON" on stderr, and the program
 # runs on with the original functions' results.
+import array
 import ctypes
 import functools
 import os
@@ -62,6 +65,7 @@ import time
 _DOMAIN = "htamerge"
 
 _lib = None
+_gen_word = None   # the capture plan's generation, read in place (ctypes.c_uint64)
 _disabled = False
 _pid = os.getpid()
 _tls = threading.local()
@@ -108,19 +112,70 @@ def _str(text):
 
 
 _ARGS = '{"domain":"%s"}' % _DOMAIN
+_S_STEP = _S_FWD = _S_BWD = _S_DOM = _S_ARGS = 0   # their string ids, once attached
 
 
-def _range(name, ts, end, depth, args=None):
+# ---- records to the ring, batched ---------------------------------------------
+#
+# A ctypes call costs several microseconds with the caches cold, as they are
+# between a training loop's ops: one per record made the hooks cost a
+# launch-bound LSTM 3 % on the H200. Records go to an array of int64 words
+# (pyring.c's hmpy_batch) handed over when a step ends GAP_NS after the
+# last hand-over, and by a thread every GAP_NS * 5 while records wait (a
+# program stuck in a collective still shows where it stopped).
+
+_B_RANGE, _B_STEP, _B_COUNTER = 1, 2, 3   # pyring.c's HMPY_B_*
+
+
+class _Out:
+    recs = []             # tuples of words; appended to without a lock (atomic under the GIL)
+    lock = threading.Lock()   # one hand-over at a time
+    last_ns = 0           # the last hand-over
+    GAP_NS = 20 * 10**6
+    thread_pid = None     # the process whose flusher thread runs (none after a fork)
+    dropped = 0
+
+
+_emit = _Out.recs.append   # _emit((kind, word, ...)): one record
+
+
+def _flush_out(now=None):
+    """Hands the waiting records to the ring (any thread)."""
+    with _Out.lock:
+        recs = _Out.recs
+        _Out.last_ns = now or _now()
+        n = len(recs)
+        if not n or _lib is None:
+            return
+        b = array.array("q")
+        for r in recs[:n]:
+            b.extend(r)
+        del recs[:n]   # records appended meanwhile stay, after these
+        if _lib.hmpy_batch(b.buffer_info()[0], len(b)) < 0:
+            _Out.dropped += 1
+    if _Out.thread_pid != _pid:
+        _start_flusher()
+
+
+def _start_flusher():
+    _Out.thread_pid = _pid
+
+    def run(pid):
+        while _pid == pid and not _disabled:
+            time.sleep(_Out.GAP_NS * 5 / 1e9)
+            try:
+                if _Out.recs and _now() - _Out.last_ns >= _Out.GAP_NS * 5:
+                    _flush_out()
+            except Exception:
+                return
+
+    threading.Thread(target=run, args=(_pid,), name="htamerge-hooks-flush", daemon=True).start()
+
+
+def _range(name, ts, end, depth):
     """A completed range of domain htamerge, its args {"domain":"htamerge"}
-    (the merger's way to tell the hooks' ranges from the program's), or
-    args, compact JSON text that differs each time (the step number), so
-    defined each time and not kept."""
-    if args:
-        b = args.encode()
-        a = _lib.hmpy_string(b, len(b))
-    else:
-        a = _str(_ARGS)
-    _lib.hmpy_range(ts, end - ts, _tid(), _pid, _str(name), _str(_DOMAIN), a, depth)
+    (the merger's way to tell the hooks' ranges from the program's)."""
+    _emit((_B_RANGE, ts, end, _tid(), _pid, _str(name), _str(_DOMAIN), _str(_ARGS), depth))
 
 
 def install():
@@ -146,15 +201,24 @@ def install():
         lib.hmpy_plan.restype = ctypes.c_uint64
         lib.hmpy_capture_step.argtypes = [ctypes.POINTER(_Plan), i64]
         lib.hmpy_capture_step.restype = ctypes.c_int
+        lib.hmpy_capture_next_change.argtypes = [ctypes.POINTER(_Plan), i64]
+        lib.hmpy_capture_next_change.restype = i64
         lib.hmpy_step_begun.argtypes = [i64, i64]
         lib.hmpy_step_begun.restype = None
-        lib.hmpy_step_ab.argtypes = [i64, i64, i64, i64, i64, i64]
+        lib.hmpy_step_ab.argtypes = [i64, i64, i64, i64, i64, i64, i64, i64]
         lib.hmpy_step_ab.restype = None
+        lib.hmpy_batch.argtypes = [ctypes.c_void_p, i64]
+        lib.hmpy_batch.restype = i64
+        lib.hmpy_plan_gen_addr.restype = ctypes.c_void_p
         if lib.hmpy_attach() != 0:
             _disable("cannot attach to the ring %s" % os.environ.get("HTAMERGE_RING"))
             return
         _lib = lib
-        os.register_at_fork(after_in_child=_after_fork)
+        global _gen_word, _S_STEP, _S_FWD, _S_BWD, _S_DOM, _S_ARGS
+        _S_STEP, _S_FWD, _S_BWD, _S_DOM, _S_ARGS = (_str(x) for x in ("step", "forward", "backward", _DOMAIN, _ARGS))
+        addr = lib.hmpy_plan_gen_addr()
+        _gen_word = ctypes.c_uint64.from_address(addr) if addr else None
+        os.register_at_fork(before=_flush_before_fork, after_in_child=_after_fork)
         if "torch" in sys.modules:
             _on_torch()
         else:
@@ -163,9 +227,18 @@ def install():
         _disable(_why(e))
 
 
+def _flush_before_fork():
+    try:
+        _flush_out()
+    except Exception:
+        pass
+
+
 def _after_fork():
     global _pid
     _pid = os.getpid()
+    _Out.lock = threading.Lock()   # held by another thread at the fork, maybe
+    del _Out.recs[:]               # the parent's records: the parent sends them
     _tls.__dict__.pop("tid", None)   # the forking thread is another thread now
 
 
@@ -213,8 +286,10 @@ def _on_torch():
         _Tensor = torch.Tensor
         _Steps.install(torch)
         _Memory.cuda = getattr(torch, "cuda", None)
+        _Memory.version = getattr(torch, "version", None)
         _Memory.stats = getattr(torch._C, "_cuda_memoryStats", None)
         _Memory.every = int(os.environ.get("HTAMERGE_MEMORY_EVERY", "8"))
+        _Memory.gap_ns = int(float(os.environ.get("HTAMERGE_MEMORY_GAP_MS", "200")) * 1e6)
         _install_profiler(torch)
         _install_distributed(torch)
     except Exception as e:
@@ -225,17 +300,32 @@ def _on_torch():
 
 class _Memory:
     cuda = None         # torch.cuda, once torch is imported
+    version = None      # torch.version until the first sample asked it
     stats = None        # torch._C._cuda_memoryStats: one call for the three figures
     peak = 0            # the allocator's peak when last read
     # Steps sampled: every step of the first EVERY, then one in EVERY (0: none).
     # A sampled step costs five reads of the allocator's statistics, each
     # ~20 us (torch.cuda.memory_allocated() alone builds them all: ~170 us).
     every = 8
+    gap_ns = 200 * 10**6  # and sampled steps at least this far apart
+    due_step = -1         # the step the decision below was taken for
+    due_now = False
+    last_ns = None        # start of the last sampled step
 
     @classmethod
     def due(cls):
+        """Whether this step is sampled: decided once per step, at its first
+        sample (all of a step's samples or none, so phases stay whole)."""
         n = _Steps.step_no
-        return cls.every > 0 and (n < cls.every or n % cls.every == 0)
+        if n != cls.due_step:
+            cls.due_step = n
+            cls.due_now = False
+            if cls.every > 0 and (n < cls.every or n % cls.every == 0):
+                t = _now()
+                if n < cls.every or cls.last_ns is None or t - cls.last_ns >= cls.gap_ns:
+                    cls.due_now = True
+                    cls.last_ns = t
+        return cls.due_now
 
     @classmethod
     def read(cls, dev):
@@ -253,17 +343,25 @@ class _Memory:
         read it, at a sampled step's first forward). Only after the program
         initialised CUDA: the hooks never do."""
         c = cls.cuda
+        if cls.version is not None:
+            # A build of torch without CUDA samples nothing, ever: from then
+            # on the hooks skip the calls (asked at the first sample, after
+            # the program's own set-up).
+            if not getattr(cls.version, "cuda", None):
+                cls.cuda = None
+                return
+            cls.version = None
         if c is None or not cls.due() or not c.is_initialized():
-            return
+            return   # due() first: decided once a step
         dev = c.current_device()
         cur, peak, resv = cls.read(dev)
         if phase_end and peak > cls.peak:
-            _lib.hmpy_counter(t - 1, float(peak), _str("Total Allocated"), dev)
+            _emit((_B_COUNTER, t - 1, int(peak), dev, _str("Total Allocated")))
         cls.peak = peak   # lower after the program reset it: rises count from there
         if baseline:
             return
-        _lib.hmpy_counter(t, float(cur), _str("Total Allocated"), dev)
-        _lib.hmpy_counter(t, float(resv), _str("Total Reserved"), dev)
+        _emit((_B_COUNTER, t, int(cur), dev, _str("Total Allocated"),
+               _B_COUNTER, t, int(resv), dev, _str("Total Reserved")))
 
 
 # ---- the capture plan: budget windows and requested steps -------------------
@@ -285,6 +383,9 @@ _CAT_CPU_OP = 1   # HM_CAT_CPU_OP
 class _Capture:
     gen = 0
     plan = None
+    busy = False        # a plan in force: boundary() has work at each step
+    f = 0               # the plan's flags for steps f_from .. f_until - 1
+    f_from = f_until = None
     cupti = None        # the last word given to htamerge_cupti_record, None: none yet
     no_cupti = False    # htamerge holds no CUPTI here: requests use torch's profiler
     req = 0             # the request being recorded, 0: none
@@ -297,6 +398,12 @@ class _Capture:
     state_of = {}
     durs = ([], [])
     AB_KEEP, AB_EVERY = 64, 16
+    # Steps between publications of the hooks' own time: 8 for the first,
+    # since rank 0 plans no windows until it has one, then 64.
+    pub_every = 8
+    pub_steps = 0       # steps since hooks_pub was last taken (counted by close_step)
+    pub_self_ns = 0     # the hooks' self time when hooks_pub was last taken
+    hooks_pub = (0, 0)  # the hooks' own ns per step, and over how many steps
     ab_new = 0
     switched_at = None
     # What whole windows cost: [first step, last step or None while open,
@@ -310,16 +417,24 @@ class _Capture:
     @classmethod
     def boundary(cls, step, t):
         """Step `step` starts at t (or is about to): carry out the plan for it."""
-        g = _lib.hmpy_plan_gen()
-        if g != cls.gen:
+        g = _gen_word.value if _gen_word is not None else _lib.hmpy_plan_gen()
+        if g != cls.gen and not g & 1:   # odd: a plan is being written; the next step sees it
             if cls.plan is None:
                 cls.plan = _Plan()
             cls.gen = _lib.hmpy_plan(ctypes.byref(cls.plan))
+            cls.f_from = None
         p = cls.plan
-        if p is None or (p.id == 0 and p.req_id == 0):
+        cls.busy = p is not None and (p.id != 0 or p.req_id != 0)
+        if not cls.busy:
             return
-        # The plan's one formula (common/capture_plan.c), the same on every rank.
-        f = _lib.hmpy_capture_step(ctypes.byref(p), step)
+        # The plan's one formula (common/capture_plan.c), the same on every
+        # rank, asked again only where its answer changes.
+        if cls.f_from is not None and cls.f_from <= step < cls.f_until:
+            f = cls.f
+        else:
+            r = ctypes.byref(p)
+            f = cls.f = _lib.hmpy_capture_step(r, step)
+            cls.f_from, cls.f_until = step, _lib.hmpy_capture_next_change(r, step)
         req = bool(f & _F_REQUEST)
         if p.mode == _STEPS_MODE:
             win = bool(f & _F_WINDOW)
@@ -365,7 +480,7 @@ class _Capture:
             if len(d) > cls.AB_KEEP:
                 del d[0]
             cls.ab_new += 1
-        if cls.ab_new >= cls.AB_EVERY and cls.durs[0]:
+        if (cls.ab_new >= cls.AB_EVERY and cls.durs[0]) or cls.pub_steps >= cls.pub_every:
             cls.ab_new = 0
             cls.publish()
 
@@ -378,7 +493,13 @@ class _Capture:
     @classmethod
     def publish(cls):
         on, off = sorted(cls.durs[1]), sorted(cls.durs[0])
-        off_med = off[len(off) // 2]
+        off_med = off[len(off) // 2] if off else 0
+        # The hooks' own time per step, over the last pub_every steps or more.
+        if cls.pub_steps >= cls.pub_every:
+            cls.pub_every = 64
+            spent = _Steps.self_ns - cls.pub_self_ns
+            cls.hooks_pub = (spent // cls.pub_steps, cls.pub_steps)
+            cls.pub_steps, cls.pub_self_ns = 0, _Steps.self_ns
         # Each window over as many detached steps, at today's detached median;
         # the upper quartile of them (the dearest of the first few), since
         # a window measured cheap by chance brings the next ones closer
@@ -386,7 +507,8 @@ class _Capture:
         # of 30 put 20 steps in every 25 under CUPTI on the H200).
         ex = sorted(total - n * off_med for total, n in cls.wins)
         _lib.hmpy_step_ab(on[len(on) // 2] if on else 0, len(on), off_med, len(off),
-                          ex[len(ex) * 3 // 4] if ex else 0, len(ex))
+                          ex[len(ex) * 3 // 4] if ex and off else 0, len(ex) if off else 0,
+                          cls.hooks_pub[0], cls.hooks_pub[1])
 
     @classmethod
     def cupti_word(cls, on):
@@ -396,13 +518,25 @@ class _Capture:
         lib = _inject_lib()
         if lib is None:
             return   # CUDA not (yet) initialised: nothing to switch
-        if lib.htamerge_cupti_record(1 if on else 0) != 0:
+        t = _now()
+        rc = lib.htamerge_cupti_record(1 if on else 0)
+        # An attach is the window's cost (measured as such), not the hooks'.
+        _Steps.self_ns -= _now() - t
+        if rc != 0:
             cls.no_cupti = True   # htamerge holds no CUPTI in this process
             return
         cls.cupti = on
 
     @classmethod
     def begin_request(cls, req, t):
+        t0 = _now()
+        try:
+            cls.start_request(req, t)
+        finally:
+            _Steps.self_ns -= _now() - t0   # a requested capture's cost, not the hooks'
+
+    @classmethod
+    def start_request(cls, req, t):
         cls.req = req
         _lib.hmpy_counter(t, 1.0, _str("htamerge/capture window"), -1)
         if cls.cupti:
@@ -429,12 +563,14 @@ class _Capture:
         if not cls.req:
             return
         prof, cls.prof = cls.prof, None
+        t0 = _now()
         if prof is not None:
             prof.__exit__(None, None, None)
             t = max(t, _now())   # the window holds all the profiler recorded
             cls.send_ops(prof, t)
         _lib.hmpy_counter(t, 0.0, _str("htamerge/capture window"), -1)
         cls.req = 0
+        _Steps.self_ns -= _now() - t0   # a requested capture's cost, not the hooks'
 
     @classmethod
     def send_ops(cls, prof, stop_ns):
@@ -491,11 +627,13 @@ class _Steps:
     step_start = None   # start of the step in progress
     pending_end = None  # end of its last optimizer.step, until the next forward/backward
     fwd_start = None    # first module call since the step or the last backward began
-    armed = None        # handle of the one-shot global forward pre-hook
+    armed = None        # the one-shot global forward pre-hook: True, or its handle
+    pre_hooks = None    # torch's dict of global forward pre-hooks
     opt_depth = 0
     opt_exists = False  # an optimizer was constructed: steps end at its step()
     bwd_in_step = False # a backward ran since the step began
     bwd_end = None      # end of the last backward
+    self_ns = 0         # the hooks' own time in the program's threads, all steps
 
     @classmethod
     def install(cls, torch):
@@ -503,6 +641,8 @@ class _Steps:
         import atexit
         import torch.nn.modules.module as mm
         cls.mm = mm
+        d = getattr(mm, "_global_forward_pre_hooks", None)
+        cls.pre_hooks = d if isinstance(d, dict) else None
         orig_backward = torch.autograd.backward
 
         @functools.wraps(orig_backward)
@@ -541,35 +681,52 @@ class _Steps:
         atexit.register(cls.at_exit)
 
     # One-shot global forward pre-hook: the first module call after it is
-    # armed starts a forward (and closes a finished step).
+    # armed starts a forward (and closes a finished step). Armed by an entry
+    # of torch's dict of global hooks under a key of our own (its handles
+    # count up from 0), not by a handle made and removed each iteration:
+    # both torch 1.13 and 2.x call the hooks from a copy of the dict.
+    ARM_KEY = -0x6874
+
     @classmethod
     def arm(cls):
         if cls.armed is None and not _disabled:
-            cls.armed = cls.mm.register_module_forward_pre_hook(cls.on_forward)
+            d = cls.pre_hooks
+            if d is not None:
+                d[cls.ARM_KEY] = cls.on_forward
+                cls.armed = True
+            else:
+                cls.armed = cls.mm.register_module_forward_pre_hook(cls.on_forward)
 
     @classmethod
     def disarm(cls):
         if cls.armed is not None:
             h, cls.armed = cls.armed, None
-            h.remove()
+            if h is True:
+                cls.pre_hooks.pop(cls.ARM_KEY, None)
+            else:
+                h.remove()
 
     @classmethod
     def on_forward(cls, module, args):
         try:
-            cls.disarm()
             t = _now()
+            cls.disarm()
             if cls.bwd_in_step and not cls.opt_exists and cls.pending_end is None:
                 # No optimizer: the update was by hand, and this forward
                 # starts the next iteration.
                 cls.pending_end = t
-                _Capture.boundary(cls.step_no + 1, t)
+                if _Capture.busy or _gen_word is None or _gen_word.value != _Capture.gen:
+                    _Capture.boundary(cls.step_no + 1, t)
             cls.close_step()
             if cls.step_start is None:
                 cls.step_start = t
-                _Capture.boundary(cls.step_no, t)
+                if _Capture.busy or _gen_word is None or _gen_word.value != _Capture.gen:
+                    _Capture.boundary(cls.step_no, t)
             if cls.fwd_start is None:
                 cls.fwd_start = t
-                _Memory.sample(t, baseline=True)
+                if _Memory.cuda is not None:
+                    _Memory.sample(t, baseline=True)
+            cls.self_ns += _now() - t
         except Exception as e:
             _disable(_why(e))
         return None
@@ -580,12 +737,18 @@ class _Steps:
             return
         end, cls.pending_end = cls.pending_end, None
         start = cls.step_start if cls.step_start is not None else end
-        _range("step", start, end, 0, '{"domain":"%s","step":%d}' % (_DOMAIN, cls.step_no))
-        _Capture.step_done(cls.step_no, end - start)
+        _emit((_B_STEP, cls.step_no, start, end, _tid(), _pid, _S_STEP, _S_DOM))
+        if end - _Out.last_ns >= _Out.GAP_NS:
+            _flush_out(end)
+        C = _Capture
+        C.pub_steps += 1
+        # A/B samples and windows only under a plan; the hooks' own time
+        # every pub_every steps (a call each step costs microseconds)
+        if C.busy or C.win is not None or C.pub_steps >= C.pub_every:
+            C.step_done(cls.step_no, end - start)
         cls.step_no += 1
         cls.step_start = end
         cls.bwd_in_step = False
-        _lib.hmpy_step_begun(cls.step_no, end - start)
 
     @classmethod
     def run_backward(cls, fn, a, k):
@@ -597,11 +760,14 @@ class _Steps:
             cls.close_step()
             if cls.step_start is None:
                 cls.step_start = t0
-                _Capture.boundary(cls.step_no, t0)
+                if _Capture.busy or _gen_word is None or _gen_word.value != _Capture.gen:
+                    _Capture.boundary(cls.step_no, t0)
             cls.bwd_in_step = True
-            _Memory.sample(t0, phase_end=cls.fwd_start is not None)
+            if _Memory.cuda is not None:
+                _Memory.sample(t0, phase_end=cls.fwd_start is not None)
         except Exception as e:
             _disable(_why(e))
+        cls.self_ns += _now() - t0
         _tls.bwd = True
         try:
             return fn(*a, **k)
@@ -610,14 +776,20 @@ class _Steps:
             t1 = _now()
             if not _disabled:
                 try:
+                    tid = _tid()
                     if cls.fwd_start is not None:
-                        _range("forward", cls.fwd_start, t0, 1)
+                        _emit((_B_RANGE, cls.fwd_start, t0, tid, _pid, _S_FWD, _S_DOM, _S_ARGS, 1,
+                               _B_RANGE, t0, t1, tid, _pid, _S_BWD, _S_DOM, _S_ARGS, 1))
                         cls.fwd_start = None
-                    _range("backward", t0, t1, 1)
+                    else:
+                        _emit((_B_RANGE, t0, t1, tid, _pid, _S_BWD, _S_DOM, _S_ARGS, 1))
                     cls.bwd_end = t1
-                    _Memory.sample(t1, phase_end=True)
-                    _flush_pending()
+                    if _Memory.cuda is not None:
+                        _Memory.sample(t1, phase_end=True)
+                    if _pending:
+                        _flush_pending()
                     cls.arm()
+                    cls.self_ns += _now() - t1
                 except Exception as e:
                     _disable(_why(e))
 
@@ -629,6 +801,7 @@ class _Steps:
             cls.opt_t0 = _now()
             _Memory.sample(cls.opt_t0)
             _flush_pending()
+            cls.self_ns += _now() - cls.opt_t0
 
     @classmethod
     def opt_exit(cls):
@@ -641,9 +814,11 @@ class _Steps:
         _Memory.sample(t1, phase_end=True)
         cls.opt_exists = True
         cls.pending_end = t1
-        _Capture.boundary(cls.step_no + 1, t1)
+        if _Capture.busy or _gen_word is None or _gen_word.value != _Capture.gen:
+            _Capture.boundary(cls.step_no + 1, t1)
         cls.fwd_start = None
         cls.arm()
+        cls.self_ns += _now() - t1
 
     @classmethod
     def guarded(cls, fn):
@@ -692,6 +867,13 @@ class _Steps:
                 _flush_pending(final=True)
             except Exception:
                 pass
+        try:
+            _flush_out()   # what was recorded before the hooks were disabled too
+        except Exception:
+            pass
+        if _Out.dropped:
+            sys.stderr.write("htamerge: python hooks: %d batches of records were refused by "
+                             "libhtamerge-py.so (a version mismatch?)\n" % _Out.dropped)
 
 
 # ---- torch.profiler trace files --------------------------------------------

@@ -30,6 +30,10 @@ static int feed(struct cap_budget *b, struct hm_capture_progress *pr, int64_t *n
             pr->steps_seen += 1;
             pr->step_now += 1;
             pr->step_ns = step_ns;
+            /* the hooks publish their own time with the steps: nil here,
+             * unless a test says otherwise */
+            if (!pr->measured.hooks_n)
+                pr->measured.hooks_n = 64;
         }
         if ((changed = cap_budget_tick(b, pr, *now)))
             break;
@@ -496,6 +500,52 @@ static void test_replan_closer_sooner(void)
     CHECK(b.plan.base_step < old.base_step + old.period_steps);
 }
 
+/* The hooks' own time per step comes out of the windows' aim: at half the
+ * budget (with HOOKS_FACTOR) windows are half as frequent; at the whole
+ * budget next to none are left. Too few steps measured: not believed. */
+static void test_hooks_take_their_share(void)
+{
+    struct cap_budget b;
+    struct hm_capture_progress pr;
+    int64_t now;
+
+    start_measured_windows(&b, &pr, &now);   /* 20 steps in every 200, at 2 % */
+    int64_t period = b.plan.period_steps;
+    /* 1.5 x 166,667 ns of 25 ms: 1 % */
+    pr.measured.hooks_ns = 166667, pr.measured.hooks_n = 64;
+    CHECK_EQ_INT(feed(&b, &pr, &now, 6, 50000, 25000000), 1);
+    CHECK_NEAR(b.hooks, 0.01, 1e-4);
+    CHECK(b.plan.period_steps >= 2 * period && b.plan.period_steps <= 2 * period + 1);
+    char line[400];
+    cap_budget_describe(&b, line, sizeof line);
+    CHECK_CONTAINS(line, "the Python hooks take 1 % of a step");
+    pr.measured.hooks_ns = 400000;   /* 2.4 %: more than the budget */
+    CHECK_EQ_INT(feed(&b, &pr, &now, 6, 50000, 25000000), 1);
+    CHECK(b.plan.period_steps >= 100 * period);   /* the aim's floor, 0.01 % */
+}
+
+/* Steps known before the hooks have timed themselves: the first plan
+ * leaves next to nothing for windows; once their share is known the
+ * windows come at the period it allows at once, not by halves. */
+static void test_windows_wait_for_hooks(void)
+{
+    struct cap_budget b;
+    struct cap_budget_opts o = {.budget_pct = 2, .record_ns = 3000, .switch_ns = 2000000};
+    struct hm_capture_progress pr = {.step_now = -1};
+    int64_t now = 0;
+
+    cap_budget_init(&b, &o, now);
+    pr.measured.hooks_n = 1;   /* too few steps to believe */
+    CHECK_EQ_INT(feed(&b, &pr, &now, 3, 300000, 5000000), 1);
+    CHECK_EQ_INT(b.plan.mode, HM_CAPTURE_STEPS);
+    int64_t blind = b.plan.period_steps;
+    CHECK(blind > 10000);
+    pr.measured.hooks_n = 64, pr.measured.hooks_ns = 0;
+    CHECK_EQ_INT(feed(&b, &pr, &now, 3, 300000, 5000000), 1);
+    CHECK(b.plan.period_steps < blind / 50);
+    CHECK(b.plan.base_step <= pr.step_now + b.plan.period_steps);
+}
+
 /* A fresh planner at now 0 for `ranks` ranks into one writer of 1 M rows/s. */
 static void writer_start(struct cap_budget *b, const struct cap_budget_opts *o, struct hm_capture_progress *pr,
                          int64_t *now, int ranks)
@@ -571,5 +621,7 @@ int main(void)
     test_debt_follows_measured_cost();
     test_replan_closer_sooner();
     test_writer_spaces_windows();
+    test_hooks_take_their_share();
+    test_windows_wait_for_hooks();
     return hm_test_done();
 }
