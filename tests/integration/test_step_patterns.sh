@@ -4,7 +4,9 @@
 # under `mpirun -n 1 htamerge`: gradient accumulation (4 backwards per
 # update: 12 steps, not 48), two optimizers (20 steps, not 40), and a
 # manual SGD update with no optimizer object (20 steps, from the hooks: a
-# forward after a backward starts a step when no optimizer exists).
+# forward after a backward starts a step when no optimizer exists); the
+# manual loop again ending in os._exit, which skips atexit: the records the
+# hooks batch must arrive all the same (20 steps).
 # Skips (77) when $HTAMERGE_PYTHON (default /usr/bin/python3) has no torch.
 set -u
 . "$(dirname "$0")/../lib.sh"
@@ -17,10 +19,11 @@ export OMP_NUM_THREADS=1
 export ASAN_OPTIONS=${ASAN_OPTIONS:-}:detect_leaks=0
 hm_tmpdir step_patterns
 
-for case in accum:12:hooks twoopt:20:hooks manual:20:hooks; do
+for case in accum:12:hooks twoopt:20:hooks manual:20:hooks manual_os_exit:20:hooks; do
     IFS=: read -r mode want source <<<"$case"
     mkdir -p "$T/$mode" && cd "$T/$mode" || exit 1
-    MODE=$mode run_mpi 240 -n 1 --bind-to none -x MODE -x OMP_NUM_THREADS "$H" -o "$mode.db" \
+    case $mode in *_os_exit) export EXIT=os ;; *) export EXIT= ;; esac
+    MODE=${mode%_os_exit} run_mpi 240 -n 1 --bind-to none -x MODE -x EXIT -x OMP_NUM_THREADS "$H" -o "$mode.db" \
         "$SRC/tests/integration/py/step_patterns.py" >"$mode.log" 2>&1 || fail "$mode: the run failed: $(tail -3 "$mode.log")"
     got=$(sql1 "$mode.db" "SELECT count(*) || ' ' || group_concat(DISTINCT source) FROM steps")
     [ "$got" = "$want $source" ] || fail "$mode: steps '$got', want '$want $source'"

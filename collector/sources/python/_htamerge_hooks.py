@@ -219,12 +219,33 @@ def install():
         addr = lib.hmpy_plan_gen_addr()
         _gen_word = ctypes.c_uint64.from_address(addr) if addr else None
         os.register_at_fork(before=_flush_before_fork, after_in_child=_after_fork)
+        _wrap_exit()
         if "torch" in sys.modules:
             _on_torch()
         else:
             sys.meta_path.insert(0, _TorchFinder())
     except Exception as e:
         _disable(_why(e))
+
+
+def _wrap_exit():
+    """os._exit skips atexit (scripts that end so to skip a slow NCCL
+    teardown): the last step is closed and the records still waiting go
+    first, as at a normal exit."""
+    real = os._exit
+
+    @functools.wraps(real)
+    def _exit(code):
+        try:
+            if _Steps.torch is not None:
+                _Steps.at_exit()
+            else:
+                _flush_out()
+        except Exception:
+            pass
+        real(code)
+
+    os._exit = _exit
 
 
 def _flush_before_fork():
