@@ -21,9 +21,10 @@
 #define LEAD_STEPS 2     /* and never fewer steps ahead than this */
 #define MAX_ON_STEPS 20
 /* The hooks time themselves; what that misses (their calls into torch's
- * hook dispatch, the caches they cool for the program) was up to a third
- * more, in-process A/B on the H200 (bench/inprocess_ab.py). */
-#define HOOKS_FACTOR 1.5
+ * hook dispatch, the caches they cool for the program) was up to 0.4x more
+ * in-process on the H200 and 0.9x more on a 1.5 ms CPU loop
+ * (bench/inprocess_ab.py, bench/RESULTS.md). */
+#define HOOKS_FACTOR 2.0
 #define HOOKS_MIN_STEPS 8
 #define MIN_AIM 1e-4     /* windows' aim when the hooks take the whole budget: next to none */
 #define WRITER_MARGIN 0.8   /* of the writer's rate, for the rows that are not CUPTI's */

@@ -329,7 +329,9 @@ class _Memory:
     # ~20 us (torch.cuda.memory_allocated() alone builds them all: ~170 us).
     every = 8
     gap_ns = 200 * 10**6  # and sampled steps at least this far apart
-    due_step = -1         # the step the decision below was taken for
+    # The step the decision below was taken for; the hooks call sample()
+    # only to take it, or on a step found due (a call costs microseconds).
+    due_step = -1
     due_now = False
     last_ns = None        # start of the last sampled step
 
@@ -745,7 +747,7 @@ class _Steps:
                     _Capture.boundary(cls.step_no, t)
             if cls.fwd_start is None:
                 cls.fwd_start = t
-                if _Memory.cuda is not None:
+                if _Memory.cuda is not None and (_Memory.due_now or _Memory.due_step != cls.step_no):
                     _Memory.sample(t, baseline=True)
             cls.self_ns += _now() - t
         except Exception as e:
@@ -784,7 +786,7 @@ class _Steps:
                 if _Capture.busy or _gen_word is None or _gen_word.value != _Capture.gen:
                     _Capture.boundary(cls.step_no, t0)
             cls.bwd_in_step = True
-            if _Memory.cuda is not None:
+            if _Memory.cuda is not None and (_Memory.due_now or _Memory.due_step != cls.step_no):
                 _Memory.sample(t0, phase_end=cls.fwd_start is not None)
         except Exception as e:
             _disable(_why(e))
@@ -805,7 +807,7 @@ class _Steps:
                     else:
                         _emit((_B_RANGE, t0, t1, tid, _pid, _S_BWD, _S_DOM, _S_ARGS, 1))
                     cls.bwd_end = t1
-                    if _Memory.cuda is not None:
+                    if _Memory.cuda is not None and (_Memory.due_now or _Memory.due_step != cls.step_no):
                         _Memory.sample(t1, phase_end=True)
                     if _pending:
                         _flush_pending()

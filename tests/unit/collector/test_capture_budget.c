@@ -511,15 +511,15 @@ static void test_hooks_take_their_share(void)
 
     start_measured_windows(&b, &pr, &now);   /* 20 steps in every 200, at 2 % */
     int64_t period = b.plan.period_steps;
-    /* 1.5 x 166,667 ns of 25 ms: 1 % */
-    pr.measured.hooks_ns = 166667, pr.measured.hooks_n = 64;
+    /* 2 x 125,000 ns of 25 ms: 1 % */
+    pr.measured.hooks_ns = 125000, pr.measured.hooks_n = 64;
     CHECK_EQ_INT(feed(&b, &pr, &now, 6, 50000, 25000000), 1);
     CHECK_NEAR(b.hooks, 0.01, 1e-4);
     CHECK(b.plan.period_steps >= 2 * period && b.plan.period_steps <= 2 * period + 1);
     char line[400];
     cap_budget_describe(&b, line, sizeof line);
     CHECK_CONTAINS(line, "the Python hooks take 1 % of a step");
-    pr.measured.hooks_ns = 400000;   /* 2.4 %: more than the budget */
+    pr.measured.hooks_ns = 300000;   /* 2.4 %: more than the budget */
     CHECK_EQ_INT(feed(&b, &pr, &now, 6, 50000, 25000000), 1);
     CHECK(b.plan.period_steps >= 100 * period);   /* the aim's floor, 0.01 % */
 }
