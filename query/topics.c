@@ -77,6 +77,8 @@ static int build_summary(sqlite3 *db, const struct qry_report_opts *o, cJSON *do
         rc = qry_report_recording_note(db, doc, err);
     if (rc == 0)
         rc = qry_capture_losses(db, doc, err);
+    if (rc == 0)   /* what the Python hooks cost, by their own clock */
+        rc = qry_report_rows(db, o, hm_sql_report_summary_hooks, doc, "python_hooks", err);
     if (rc == 0)
         rc = qry_report_rows(db, o, hm_sql_report_summary_ranks, doc, "ranks", err);
     if (rc == 0)

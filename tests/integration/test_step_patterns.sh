@@ -6,7 +6,8 @@
 # manual SGD update with no optimizer object (20 steps, from the hooks: a
 # forward after a backward starts a step when no optimizer exists); the
 # manual loop again ending in os._exit, which skips atexit: the records the
-# hooks batch must arrive all the same (20 steps).
+# hooks batch must arrive all the same (20 steps). And report summary's
+# python_hooks: what the hooks cost a step by their own clock.
 # Skips (77) when $HTAMERGE_PYTHON (default /usr/bin/python3) has no torch.
 set -u
 . "$(dirname "$0")/../lib.sh"
@@ -28,4 +29,13 @@ for case in accum:12:hooks twoopt:20:hooks manual:20:hooks manual_os_exit:20:hoo
     got=$(sql1 "$mode.db" "SELECT count(*) || ' ' || group_concat(DISTINCT source) FROM steps")
     [ "$got" = "$want $source" ] || fail "$mode: steps '$got', want '$want $source'"
 done
+# What the hooks cost by their own clock, published after 8 steps, is in
+# report summary (python_hooks): some microseconds a step, a share of it.
+"$H" report "$T/manual/manual.db" summary --format json > "$T/summary.json" || fail "report summary"
+python3 -c 'import json, sys
+rows = json.load(open(sys.argv[1])).get("python_hooks", [])
+assert len(rows) == 1 and rows[0]["rank"] == 0, rows
+r = rows[0]
+assert 0 < r["hooks_us_per_step"] < r["step_ms"] * 1000 and 0 < r["share_pct"] < 100, r' "$T/summary.json" ||
+    fail "python_hooks in report summary: $(head -c 400 "$T/summary.json")"
 finish

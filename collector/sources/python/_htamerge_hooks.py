@@ -522,6 +522,8 @@ class _Capture:
             cls.pub_every = 64
             spent = _Steps.self_ns - cls.pub_self_ns
             cls.hooks_pub = (spent // cls.pub_steps, cls.pub_steps)
+            # stored too, for report summary's python_hooks
+            _emit((_B_COUNTER, _now(), cls.hooks_pub[0], -1, _str("htamerge/hooks ns per step")))
             cls.pub_steps, cls.pub_self_ns = 0, _Steps.self_ns
         # Each window over as many detached steps, at today's detached median;
         # the upper quartile of them (the dearest of the first few), since
