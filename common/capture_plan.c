@@ -157,14 +157,42 @@ int hm_capture_step(const struct hm_capture_plan *p, int64_t s)
     }
 }
 
+/* The first window edge (a window's first step, or the step after its
+ * last) after s, of windows of on steps every period from base; none:
+ * INT64_MAX. */
+static int64_t next_edge(int64_t base, int64_t on, int64_t period, int64_t s)
+{
+    if (on <= 0 || period <= 0)
+        return INT64_MAX;
+    if (s < base)
+        return base;
+    int64_t start = base + (s - base) / period * period;
+    return s < start + on && on < period ? start + on : start + period;
+}
+
+static int64_t min64(int64_t a, int64_t b)
+{
+    return a < b ? a : b;
+}
+
+/* The answer of hm_capture_step can change only at an edge of a window, of
+ * the request, or at base_step, where the schedule changes: the first of
+ * those after step (an edge where nothing changes only costs a caller one
+ * more question). */
 int64_t hm_capture_next_change(const struct hm_capture_plan *p, int64_t step, int64_t limit)
 {
-    int f = hm_capture_step(p, step);
+    int64_t next = step + limit;
 
-    for (int64_t s = step + 1; s <= step + limit; s++)
-        if (hm_capture_step(p, s) != f)
-            return s;
-    return step + limit;
+    if (p->req_id > 0 && p->req_steps > 0 && step < p->req_from_step + p->req_steps)
+        next = min64(next, step < p->req_from_step ? p->req_from_step : p->req_from_step + p->req_steps);
+    if (p->mode == HM_CAPTURE_STEPS) {
+        if (step < p->base_step)
+            next = min64(next, min64(p->base_step,
+                                     next_edge(p->prev_base_step, p->prev_on_steps, p->prev_period_steps, step)));
+        else
+            next = min64(next, next_edge(p->base_step, p->on_steps, p->period_steps, step));
+    }
+    return next > step ? next : step + 1;
 }
 
 int hm_capture_time(const struct hm_capture_plan *p, int64_t t)

@@ -175,7 +175,7 @@ def _start_flusher():
 def _range(name, ts, end, depth):
     """A completed range of domain htamerge, its args {"domain":"htamerge"}
     (the merger's way to tell the hooks' ranges from the program's)."""
-    _emit((_B_RANGE, ts, end, _tid(), _pid, _str(name), _str(_DOMAIN), _str(_ARGS), depth))
+    _emit((_B_RANGE, ts, end, _tid(), _pid, _str(name), _S_DOM, _S_ARGS, depth))
 
 
 def install():
@@ -406,7 +406,9 @@ _CAT_CPU_OP = 1   # HM_CAT_CPU_OP
 class _Capture:
     gen = 0
     plan = None
-    busy = False        # a plan in force: boundary() has work at each step
+    # A plan in force: boundary() has work at each step. Its callers test
+    # this and the generation word before calling (a call costs microseconds).
+    busy = False
     f = 0               # the plan's flags for steps f_from .. f_until - 1
     f_from = f_until = None
     cupti = None        # the last word given to htamerge_cupti_record, None: none yet

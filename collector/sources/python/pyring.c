@@ -85,71 +85,6 @@ HMPY_API int hmpy_range(int64_t ts, int64_t dur, int64_t tid, int32_t pid, uint3
     return g_ring ? hm_ring_write(g_ring, HM_RING_NVTX, &r, sizeof r) : -1;
 }
 
-HMPY_API void hmpy_step_begun(int64_t step_now, int64_t step_ns);
-HMPY_API int hmpy_counter(int64_t ts, double value, uint32_t name, int32_t device);
-
-/* Step `step` ended: its range [ts, end) at depth 0, its args
- * {"domain":"<domain>","step":N} defined here, and the progress word the
- * collector reads (step + 1 begun, this one took end - ts). 0 or -1. */
-static int step_ended(int64_t step, int64_t ts, int64_t end, int64_t tid, int32_t pid, uint32_t name,
-                      uint32_t domain)
-{
-    char args[96];
-    int n = snprintf(args, sizeof args, "{\"domain\":\"" HMPY_DOMAIN "\",\"step\":%lld}", (long long)step);
-    uint32_t a = n > 0 && (size_t)n < sizeof args ? hmpy_string(args, (uint32_t)n) : 0;
-    int rc = hmpy_range(ts, end - ts, tid, pid, name, domain, a, 0);
-
-    hmpy_step_begun(step + 1, end - ts);
-    return rc;
-}
-
-/* The hooks' per-iteration records, batched: a ctypes call costs several
- * microseconds with the caches cold, as they are between a training loop's
- * ops (with a call per record the hooks cost a launch-bound LSTM ~120 us of
- * CPU an iteration on the H200, bench/RESULTS.md), so the hooks append
- * records to an array of int64 words and hand it over every few tens of
- * milliseconds. Records, by their first word:
- *   HMPY_B_RANGE   ts end tid pid name domain args depth
- *   HMPY_B_STEP    step ts end tid pid name domain
- *   HMPY_B_COUNTER ts value device name   (value: an integer, bytes)
- * Returns the records written, or -1 - the word where an unknown or cut
- * record begins (the rest is dropped: the hooks and this file disagree). */
-enum { HMPY_B_RANGE = 1, HMPY_B_STEP = 2, HMPY_B_COUNTER = 3 };
-
-HMPY_API int64_t hmpy_batch(const int64_t *w, int64_t n)
-{
-    int64_t i = 0, done = 0;
-
-    while (i < n) {
-        const int64_t *r = w + i;
-        switch (r[0]) {
-        case HMPY_B_RANGE:
-            if (i + 9 > n)
-                return -1 - i;
-            hmpy_range(r[1], r[2] - r[1], r[3], (int32_t)r[4], (uint32_t)r[5], (uint32_t)r[6], (uint32_t)r[7],
-                       (int32_t)r[8]);
-            i += 9;
-            break;
-        case HMPY_B_STEP:
-            if (i + 8 > n)
-                return -1 - i;
-            step_ended(r[1], r[2], r[3], r[4], (int32_t)r[5], (uint32_t)r[6], (uint32_t)r[7]);
-            i += 8;
-            break;
-        case HMPY_B_COUNTER:
-            if (i + 5 > n)
-                return -1 - i;
-            hmpy_counter(r[1], (double)r[2], (uint32_t)r[4], (int32_t)r[3]);
-            i += 5;
-            break;
-        default:
-            return -1 - i;
-        }
-        done++;
-    }
-    return done;
-}
-
 /* A collective timed on the calling thread (struct hm_ring_cpu_coll). */
 HMPY_API int hmpy_cpu_coll(int64_t ts, int64_t dur, int64_t tid, int32_t pid, int64_t seq,
                            int64_t bytes, int64_t nelems, uint32_t slice_name, uint32_t op,
@@ -250,4 +185,66 @@ HMPY_API void hmpy_step_ab(int64_t on_ns, int64_t on_n, int64_t off_ns, int64_t 
     struct hm_capture_measured m = {on_ns, on_n, off_ns, off_n, win_excess_ns, win_n, hooks_ns, hooks_n};
     if (g_ring)
         hm_capture_progress_measured(hm_ring_control_area(g_ring), &m);
+}
+
+/* Step `step` ended: its range [ts, end) at depth 0, its args
+ * {"domain":"<domain>","step":N} defined here, and the progress word the
+ * collector reads (step + 1 begun, this one took end - ts). 0 or -1. */
+static int step_ended(int64_t step, int64_t ts, int64_t end, int64_t tid, int32_t pid, uint32_t name,
+                      uint32_t domain)
+{
+    char args[96];
+    int n = snprintf(args, sizeof args, "{\"domain\":\"" HMPY_DOMAIN "\",\"step\":%lld}", (long long)step);
+    uint32_t a = n > 0 && (size_t)n < sizeof args ? hmpy_string(args, (uint32_t)n) : 0;
+    int rc = hmpy_range(ts, end - ts, tid, pid, name, domain, a, 0);
+
+    hmpy_step_begun(step + 1, end - ts);
+    return rc;
+}
+
+/* The hooks' per-iteration records, batched: a ctypes call costs several
+ * microseconds with the caches cold, as they are between a training loop's
+ * ops (with a call per record the hooks cost a launch-bound LSTM ~120 us of
+ * CPU an iteration on the H200, bench/RESULTS.md), so the hooks append
+ * records to an array of int64 words and hand it over every few tens of
+ * milliseconds. Records, by their first word:
+ *   HMPY_B_RANGE   ts end tid pid name domain args depth
+ *   HMPY_B_STEP    step ts end tid pid name domain
+ *   HMPY_B_COUNTER ts value device name   (value: an integer, bytes)
+ * Returns the records written, or -1 - the word where an unknown or cut
+ * record begins (the rest is dropped: the hooks and this file disagree). */
+enum { HMPY_B_RANGE = 1, HMPY_B_STEP = 2, HMPY_B_COUNTER = 3 };
+
+HMPY_API int64_t hmpy_batch(const int64_t *w, int64_t n)
+{
+    int64_t i = 0, done = 0;
+
+    while (i < n) {
+        const int64_t *r = w + i;
+        switch (r[0]) {
+        case HMPY_B_RANGE:
+            if (i + 9 > n)
+                return -1 - i;
+            hmpy_range(r[1], r[2] - r[1], r[3], (int32_t)r[4], (uint32_t)r[5], (uint32_t)r[6], (uint32_t)r[7],
+                       (int32_t)r[8]);
+            i += 9;
+            break;
+        case HMPY_B_STEP:
+            if (i + 8 > n)
+                return -1 - i;
+            step_ended(r[1], r[2], r[3], r[4], (int32_t)r[5], (uint32_t)r[6], (uint32_t)r[7]);
+            i += 8;
+            break;
+        case HMPY_B_COUNTER:
+            if (i + 5 > n)
+                return -1 - i;
+            hmpy_counter(r[1], (double)r[2], (uint32_t)r[4], (int32_t)r[3]);
+            i += 5;
+            break;
+        default:
+            return -1 - i;
+        }
+        done++;
+    }
+    return done;
 }

@@ -110,8 +110,41 @@ static void test_time(void)
     CHECK_EQ_INT(hm_capture_time(&p, e + 2500000000) & HM_CAPTURE_F_WINDOW, HM_CAPTURE_F_WINDOW);
 }
 
+/* hm_capture_next_change against asking hm_capture_step step by step:
+ * never past the first step whose answer differs, and never stopping short
+ * by more than a window edge, on plans with a previous schedule, a
+ * request, everything, and no plan of steps. */
+static void test_next_change(void)
+{
+    const struct hm_capture_plan plans[] = {
+        {.id = 2, .mode = HM_CAPTURE_STEPS, .base_step = 40, .on_steps = 3, .period_steps = 7,
+         .prev_base_step = 10, .prev_on_steps = 2, .prev_period_steps = 5, .req_id = 1, .req_from_step = 30,
+         .req_steps = 4},
+        {.id = 3, .mode = HM_CAPTURE_STEPS, .base_step = 5, .on_steps = 20, .period_steps = 300000},
+        {.id = 4, .mode = HM_CAPTURE_STEPS, .base_step = 5, .on_steps = 1, .period_steps = 1},
+        {.id = 5, .mode = HM_CAPTURE_TIME, .on_ms = 500, .period_ms = 5000, .req_id = 1, .req_from_step = 12,
+         .req_steps = 3},
+        {.id = 6, .mode = HM_CAPTURE_ALL},
+    };
+    for (size_t i = 0; i < sizeof plans / sizeof plans[0]; i++) {
+        const struct hm_capture_plan *p = &plans[i];
+        int bad = 0, asked = 0;
+        for (int64_t s = 0; s < 700000 && !bad; s = hm_capture_next_change(p, s, 1 << 20), asked++) {
+            int64_t n = hm_capture_next_change(p, s, 1 << 20);
+            int f = hm_capture_step(p, s);
+            bad = n <= s;
+            for (int64_t t = s + 1; t < n && t < s + 400000 && !bad; t++)
+                bad = hm_capture_step(p, t) != f;
+        }
+        CHECK(!bad);
+        if (i == 1 || i >= 3)   /* sparse windows, none, or all: a handful of questions */
+            CHECK(asked < 20);
+    }
+}
+
 int main(void)
 {
+    test_next_change();
     test_put_get();
     test_progress();
     test_steps();
