@@ -98,16 +98,11 @@ class AB:
             pass
         elif to == "quiet":
             h._Capture.cupti_word(False)   # a window in progress ends here
-            h._Steps.disarm()
-            h._disabled = True
+            h._hold(True)
         else:
-            h._disabled = False
-            s = h._Steps
             # The step left open at the switch restarts: no step spans a
             # quiet block (its length would reach the budget's estimates).
-            s.step_start = s.pending_end = s.fwd_start = None
-            s.bwd_in_step = False
-            s.arm()
+            h._hold(False)
         self.state = to
         self.since_switch = 0
         self.blk += 1
@@ -125,7 +120,7 @@ class AB:
                 self.plan_ready_at = n
             if self.plan_ready_at is not None and n >= max(self.warmup, self.plan_ready_at + 50):
                 self.started = True
-                self.self_ns0 = getattr(self.hooks._Steps, "self_ns", 0)
+                self.self_ns0 = self.hooks._Steps.self_ns()
                 self.switch("quiet")
             return
         if self.since_switch >= self.block:
@@ -179,7 +174,7 @@ class AB:
         ons = [d for _, s, d in usable if s == "on"]
         h = self.hooks
         on_all = sum(1 for b, s, d, ok in self.iters if s == "on" and b >= 0)
-        self_ns = getattr(h._Steps, "self_ns", 0) - self.self_ns0
+        self_ns = h._Steps.self_ns() - self.self_ns0
         cpu_med = {k: sorted(v)[len(v) // 2] / 1e6 if v else None for k, v in self.cpu.items()}
         return {
             "iterations": len(self.iters), "block": self.block, "pairs": len(pairs),

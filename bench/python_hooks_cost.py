@@ -52,9 +52,9 @@ def main():
     # when it is built); a plain model is the same object in both states,
     # so that no difference of layout between two models reads as cost.
     twins = {"on": build()}
-    hooks._disabled = True
+    hooks._hold(True)
     twins["off"] = build() if ddp else twins["on"]
-    hooks._disabled = False
+    hooks._hold(False)
     x, y = torch.randn(8, width), torch.randn(8, 1)
 
     def block(model, opt):
@@ -72,13 +72,13 @@ def main():
 
     per = {"on": [], "off": []}
     for state in ("on", "off"):   # warm-up
-        hooks._disabled = state == "off"
+        hooks._hold(state == "off")
         block(*twins[state])
     for i in range(blocks):
         for state in (("on", "off") if i % 2 == 0 else ("off", "on")):
-            hooks._disabled = state == "off"
+            hooks._hold(state == "off")
             per[state].append(block(*twins[state]))
-    hooks._disabled = False
+    hooks._hold(False)
     med = {}
     for state in ("off", "on"):
         wall, cpu = [v[0] for v in per[state]], [v[1] for v in per[state]]

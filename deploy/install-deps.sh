@@ -12,7 +12,7 @@ $SUDO apt-get -o DPkg::Lock::Timeout=600 install -y --no-install-recommends \
     libsqlite3-dev sqlite3 \
     libevent-dev libcjson-dev libsimdjson-dev \
     zlib1g-dev libdeflate-dev \
-    python3 gzip time procps openssh-client bc curl \
+    python3 python3-dev gzip time procps openssh-client bc curl \
     clang libfuzzer-14-dev valgrind wrk \
     groff-base man-db slurm-wlm munge \
     python3-torch

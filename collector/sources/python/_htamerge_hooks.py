@@ -79,6 +79,11 @@ def _disable(reason):
         return
     _disabled = True
     try:
+        if _Steps.fast is not None:
+            _Steps.fast.set_disabled(True)
+    except Exception:
+        pass
+    try:
         sys.stderr.write("htamerge: python hooks disabled: %s\n" % reason)
     except Exception:
         pass
@@ -117,14 +122,14 @@ _S_STEP = _S_FWD = _S_BWD = _S_DOM = _S_ARGS = 0   # their string ids, once atta
 
 # ---- records to the ring, batched ---------------------------------------------
 #
-# A ctypes call costs several microseconds with the caches cold, as they are
-# between a training loop's ops: one per record made the hooks cost a
-# launch-bound LSTM 3 % on the H200. Records go to an array of int64 words
-# (pyring.c's hmpy_batch) handed over when a step ends GAP_NS after the
-# last hand-over, and by a thread every GAP_NS * 5 while records wait (a
-# program stuck in a collective still shows where it stopped).
+# The per-iteration records (steps, forward, backward, optimizer) go to the
+# ring from _htamerge_steps directly. The rest made here (memory counters,
+# the hooks' own cost) are rarer: a ctypes call costs several microseconds
+# with the caches cold, as they are between a training loop's ops, so they
+# go to an array of int64 words (pyring.c's hmpy_batch) handed over by a
+# thread every GAP_NS * 5 while records wait, and before a fork or an exit.
 
-_B_RANGE, _B_STEP, _B_COUNTER = 1, 2, 3   # pyring.c's HMPY_B_*
+_B_COUNTER = 3   # pyring.c's HMPY_B_COUNTER
 
 
 class _Out:
@@ -172,12 +177,6 @@ def _start_flusher():
     threading.Thread(target=run, args=(_pid,), name="htamerge-hooks-flush", daemon=True).start()
 
 
-def _range(name, ts, end, depth):
-    """A completed range of domain htamerge, its args {"domain":"htamerge"}
-    (the merger's way to tell the hooks' ranges from the program's)."""
-    _emit((_B_RANGE, ts, end, _tid(), _pid, _str(name), _S_DOM, _S_ARGS, depth))
-
-
 def install():
     """Loads the library, attaches to the ring, and waits for torch."""
     global _lib
@@ -210,6 +209,7 @@ def install():
         lib.hmpy_batch.argtypes = [ctypes.c_void_p, i64]
         lib.hmpy_batch.restype = i64
         lib.hmpy_plan_gen_addr.restype = ctypes.c_void_p
+        lib.hmpy_step.argtypes = [i64, i64, i64, i64, i32, u32, u32]
         if lib.hmpy_attach() != 0:
             _disable("cannot attach to the ring %s" % os.environ.get("HTAMERGE_RING"))
             return
@@ -261,6 +261,8 @@ def _after_fork():
     _Out.lock = threading.Lock()   # held by another thread at the fork, maybe
     del _Out.recs[:]               # the parent's records: the parent sends them
     _tls.__dict__.pop("tid", None)   # the forking thread is another thread now
+    if _Steps.fast is not None:
+        _Steps.fast.after_fork(_pid)
 
 
 class _TorchFinder:
@@ -311,6 +313,7 @@ def _on_torch():
         _Memory.stats = getattr(torch._C, "_cuda_memoryStats", None)
         _Memory.every = int(os.environ.get("HTAMERGE_MEMORY_EVERY", "8"))
         _Memory.gap_ns = int(float(os.environ.get("HTAMERGE_MEMORY_GAP_MS", "200")) * 1e6)
+        _Steps.fast.memory(_Memory.cuda is not None, _Memory.every, _Memory.gap_ns)
         _install_profiler(torch)
         _install_distributed(torch)
     except Exception as e:
@@ -324,31 +327,13 @@ class _Memory:
     version = None      # torch.version until the first sample asked it
     stats = None        # torch._C._cuda_memoryStats: one call for the three figures
     peak = 0            # the allocator's peak when last read
-    # Steps sampled: every step of the first EVERY, then one in EVERY (0: none).
+    # Steps sampled: every step of the first EVERY, then one in EVERY (0: none),
+    # and sampled steps at least gap_ns apart, decided by _htamerge_steps
+    # once a step (all of a step's samples or none, so phases stay whole).
     # A sampled step costs five reads of the allocator's statistics, each
     # ~20 us (torch.cuda.memory_allocated() alone builds them all: ~170 us).
     every = 8
-    gap_ns = 200 * 10**6  # and sampled steps at least this far apart
-    # The step the decision below was taken for; the hooks call sample()
-    # only to take it, or on a step found due (a call costs microseconds).
-    due_step = -1
-    due_now = False
-    last_ns = None        # start of the last sampled step
-
-    @classmethod
-    def due(cls):
-        """Whether this step is sampled: decided once per step, at its first
-        sample (all of a step's samples or none, so phases stay whole)."""
-        n = _Steps.step_no
-        if n != cls.due_step:
-            cls.due_step = n
-            cls.due_now = False
-            if cls.every > 0 and (n < cls.every or n % cls.every == 0):
-                t = _now()
-                if n < cls.every or cls.last_ns is None or t - cls.last_ns >= cls.gap_ns:
-                    cls.due_now = True
-                    cls.last_ns = t
-        return cls.due_now
+    gap_ns = 200 * 10**6
 
     @classmethod
     def read(cls, dev):
@@ -372,10 +357,11 @@ class _Memory:
             # the program's own set-up).
             if not getattr(cls.version, "cuda", None):
                 cls.cuda = None
+                _Steps.fast.memory(False, 0, 0)
                 return
             cls.version = None
-        if c is None or not cls.due() or not c.is_initialized():
-            return   # due() first: decided once a step
+        if c is None or not c.is_initialized():
+            return
         dev = c.current_device()
         cur, peak, resv = cls.read(dev)
         if phase_end and peak > cls.peak:
@@ -423,12 +409,10 @@ class _Capture:
     state_of = {}
     durs = ([], [])
     AB_KEEP, AB_EVERY = 64, 16
-    # Steps between publications of the hooks' own time: 8 for the first,
-    # since rank 0 plans no windows until it has one, then 64.
-    pub_every = 8
-    pub_steps = 0       # steps since hooks_pub was last taken (counted by close_step)
-    pub_self_ns = 0     # the hooks' self time when hooks_pub was last taken
-    hooks_pub = (0, 0)  # the hooks' own ns per step, and over how many steps
+    # The hooks' own ns per step, and over how many steps: published after
+    # the first 8 steps, since rank 0 plans no windows until it has it,
+    # then every 64 (_htamerge_steps counts them).
+    hooks_pub = (0, 0)
     ab_new = 0
     switched_at = None
     # What whole windows cost: [first step, last step or None while open,
@@ -488,9 +472,10 @@ class _Capture:
             cls.end_request(t)
 
     @classmethod
-    def step_done(cls, step, dur):
+    def step_done(cls, step, dur, pub_due=False):
         """Step `step` took dur ns: one more A/B sample when its CUPTI
-        state held throughout, and part of a window's cost."""
+        state held throughout, and part of a window's cost; pub_due: the
+        hooks' own time is due to be published."""
         w = cls.win
         if w is not None and step >= w[0] and dur > 0:
             w[2] += dur
@@ -505,7 +490,7 @@ class _Capture:
             if len(d) > cls.AB_KEEP:
                 del d[0]
             cls.ab_new += 1
-        if (cls.ab_new >= cls.AB_EVERY and cls.durs[0]) or cls.pub_steps >= cls.pub_every:
+        if (cls.ab_new >= cls.AB_EVERY and cls.durs[0]) or pub_due:
             cls.ab_new = 0
             cls.publish()
 
@@ -519,14 +504,12 @@ class _Capture:
     def publish(cls):
         on, off = sorted(cls.durs[1]), sorted(cls.durs[0])
         off_med = off[len(off) // 2] if off else 0
-        # The hooks' own time per step, over the last pub_every steps or more.
-        if cls.pub_steps >= cls.pub_every:
-            cls.pub_every = 64
-            spent = _Steps.self_ns - cls.pub_self_ns
-            cls.hooks_pub = (spent // cls.pub_steps, cls.pub_steps)
+        # The hooks' own time per step, over the last 8 or 64 steps.
+        pub = _Steps.fast.pub_take() if _Steps.fast is not None else None
+        if pub:
+            cls.hooks_pub = (pub[0] // pub[1], pub[1])
             # stored too, for report summary's python_hooks
             _emit((_B_COUNTER, _now(), cls.hooks_pub[0], -1, _str("htamerge/hooks ns per step")))
-            cls.pub_steps, cls.pub_self_ns = 0, _Steps.self_ns
         # Each window over as many detached steps, at today's detached median;
         # the upper quartile of them (the dearest of the first few), since
         # a window measured cheap by chance brings the next ones closer
@@ -548,7 +531,7 @@ class _Capture:
         t = _now()
         rc = lib.htamerge_cupti_record(1 if on else 0)
         # An attach is the window's cost (measured as such), not the hooks'.
-        _Steps.self_ns -= _now() - t
+        _Steps.self_sub(_now() - t)
         if rc != 0:
             cls.no_cupti = True   # htamerge holds no CUPTI in this process
             return
@@ -560,7 +543,7 @@ class _Capture:
         try:
             cls.start_request(req, t)
         finally:
-            _Steps.self_ns -= _now() - t0   # a requested capture's cost, not the hooks'
+            _Steps.self_sub(_now() - t0)   # a requested capture's cost, not the hooks'
 
     @classmethod
     def start_request(cls, req, t):
@@ -597,7 +580,7 @@ class _Capture:
             cls.send_ops(prof, t)
         _lib.hmpy_counter(t, 0.0, _str("htamerge/capture window"), -1)
         cls.req = 0
-        _Steps.self_ns -= _now() - t0   # a requested capture's cost, not the hooks'
+        _Steps.self_sub(_now() - t0)   # a requested capture's cost, not the hooks'
 
     @classmethod
     def send_ops(cls, prof, stop_ns):
@@ -648,47 +631,64 @@ def _inject_lib():
 
 # ---- steps, forward, backward, optimizer -----------------------------------
 
+def _load_steps():
+    """_htamerge_steps, built beside this file (which is off sys.path by
+    now: sitecustomize.py leaves the program's path as it was)."""
+    import importlib.machinery
+    import importlib.util
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_htamerge_steps.abi3.so")
+    loader = importlib.machinery.ExtensionFileLoader("_htamerge_steps", path)
+    spec = importlib.util.spec_from_file_location("_htamerge_steps", path, loader=loader)
+    if spec is None:
+        raise RuntimeError("no %s" % path)
+    mod = importlib.util.module_from_spec(spec)
+    loader.exec_module(mod)
+    return mod
+
+
 class _Steps:
+    """The step path is _htamerge_steps (steps.c): its state, and the calls
+    torch makes each iteration. Here: installing it, and what it asks of
+    Python (_slow)."""
     torch = None
-    step_no = 0
-    step_start = None   # start of the step in progress
-    pending_end = None  # end of its last optimizer.step, until the next forward/backward
-    fwd_start = None    # first module call since the step or the last backward began
-    armed = None        # the one-shot global forward pre-hook: True, or its handle
-    pre_hooks = None    # torch's dict of global forward pre-hooks
-    opt_depth = 0
-    opt_exists = False  # an optimizer was constructed: steps end at its step()
-    bwd_in_step = False # a backward ran since the step began
-    bwd_end = None      # end of the last backward
-    self_ns = 0         # the hooks' own time in the program's threads, all steps
+    fast = None         # the _htamerge_steps module, once installed
+    ARM_KEY = -0x6874   # our key in torch's dict of global forward pre-hooks (its handles count up from 0)
 
     @classmethod
     def install(cls, torch):
         cls.torch = torch
         import atexit
         import torch.nn.modules.module as mm
-        cls.mm = mm
-        d = getattr(mm, "_global_forward_pre_hooks", None)
-        cls.pre_hooks = d if isinstance(d, dict) else None
+        hooks = getattr(mm, "_global_forward_pre_hooks", None)
+        if not isinstance(hooks, dict):
+            raise RuntimeError("this torch has no dict of global forward pre-hooks: no steps")
+        fast = _load_steps()
+        bw = fast.backward
         orig_backward = torch.autograd.backward
 
         @functools.wraps(orig_backward)
         def backward(*a, **k):
-            return cls.run_backward(orig_backward, a, k)
+            return bw(orig_backward, a, k)
 
-        torch.autograd.backward = backward
         orig_tbackward = torch.Tensor.backward
 
         @functools.wraps(orig_tbackward)
         def tbackward(*a, **k):
-            return cls.run_backward(orig_tbackward, a, k)
+            return bw(orig_tbackward, a, k)
 
+        ptr = ctypes.c_void_p
+        fast.install(ctypes.cast(_lib.hmpy_range, ptr).value, ctypes.cast(_lib.hmpy_step, ptr).value,
+                     _lib.hmpy_plan_gen_addr() or 0,
+                     (_S_STEP, _S_FWD, _S_BWD, _str("optimizer"), _S_DOM, _S_ARGS), _pid,
+                     _slow, _pending, hooks, cls.ARM_KEY)
+        cls.fast = fast
+        torch.autograd.backward = backward
         torch.Tensor.backward = tbackward
         import torch.optim.optimizer as oo
         global_hooks = hasattr(oo, "register_optimizer_step_pre_hook")   # torch >= 2.0
         if global_hooks:
-            oo.register_optimizer_step_pre_hook(cls.opt_pre_hook)
-            oo.register_optimizer_step_post_hook(cls.opt_post_hook)
+            oo.register_optimizer_step_pre_hook(fast.opt_enter)
+            oo.register_optimizer_step_post_hook(fast.opt_exit)
         orig_init = oo.Optimizer.__init__
 
         # At construction: that an optimizer exists (a script without one
@@ -696,7 +696,7 @@ class _Steps:
         @functools.wraps(orig_init)
         def __init__(self, *a, **k):
             orig_init(self, *a, **k)
-            cls.opt_exists = True
+            fast.opt_exists()
             if not global_hooks:
                 try:
                     cls.wrap_step(type(self))
@@ -704,192 +704,41 @@ class _Steps:
                     _disable(_why(e))
 
         oo.Optimizer.__init__ = __init__
-        cls.arm()
         atexit.register(cls.at_exit)
-
-    # One-shot global forward pre-hook: the first module call after it is
-    # armed starts a forward (and closes a finished step). Armed by an entry
-    # of torch's dict of global hooks under a key of our own (its handles
-    # count up from 0), not by a handle made and removed each iteration:
-    # both torch 1.13 and 2.x call the hooks from a copy of the dict.
-    ARM_KEY = -0x6874
-
-    @classmethod
-    def arm(cls):
-        if cls.armed is None and not _disabled:
-            d = cls.pre_hooks
-            if d is not None:
-                d[cls.ARM_KEY] = cls.on_forward
-                cls.armed = True
-            else:
-                cls.armed = cls.mm.register_module_forward_pre_hook(cls.on_forward)
-
-    @classmethod
-    def disarm(cls):
-        if cls.armed is not None:
-            h, cls.armed = cls.armed, None
-            if h is True:
-                cls.pre_hooks.pop(cls.ARM_KEY, None)
-            else:
-                h.remove()
-
-    @classmethod
-    def on_forward(cls, module, args):
-        try:
-            t = _now()
-            cls.disarm()
-            if cls.bwd_in_step and not cls.opt_exists and cls.pending_end is None:
-                # No optimizer: the update was by hand, and this forward
-                # starts the next iteration.
-                cls.pending_end = t
-                if _Capture.busy or _gen_word is None or _gen_word.value != _Capture.gen:
-                    _Capture.boundary(cls.step_no + 1, t)
-            cls.close_step()
-            if cls.step_start is None:
-                cls.step_start = t
-                if _Capture.busy or _gen_word is None or _gen_word.value != _Capture.gen:
-                    _Capture.boundary(cls.step_no, t)
-            if cls.fwd_start is None:
-                cls.fwd_start = t
-                if _Memory.cuda is not None and (_Memory.due_now or _Memory.due_step != cls.step_no):
-                    _Memory.sample(t, baseline=True)
-            cls.self_ns += _now() - t
-        except Exception as e:
-            _disable(_why(e))
-        return None
-
-    @classmethod
-    def close_step(cls):
-        if cls.pending_end is None:
-            return
-        end, cls.pending_end = cls.pending_end, None
-        start = cls.step_start if cls.step_start is not None else end
-        _emit((_B_STEP, cls.step_no, start, end, _tid(), _pid, _S_STEP, _S_DOM))
-        if end - _Out.last_ns >= _Out.GAP_NS:
-            _flush_out(end)
-        C = _Capture
-        C.pub_steps += 1
-        # A/B samples and windows only under a plan; the hooks' own time
-        # every pub_every steps (a call each step costs microseconds)
-        if C.busy or C.win is not None or C.pub_steps >= C.pub_every:
-            C.step_done(cls.step_no, end - start)
-        cls.step_no += 1
-        cls.step_start = end
-        cls.bwd_in_step = False
-
-    @classmethod
-    def run_backward(cls, fn, a, k):
-        if _disabled or getattr(_tls, "bwd", False):
-            return fn(*a, **k)
-        t0 = _now()
-        try:
-            cls.disarm()
-            cls.close_step()
-            if cls.step_start is None:
-                cls.step_start = t0
-                if _Capture.busy or _gen_word is None or _gen_word.value != _Capture.gen:
-                    _Capture.boundary(cls.step_no, t0)
-            cls.bwd_in_step = True
-            if _Memory.cuda is not None and (_Memory.due_now or _Memory.due_step != cls.step_no):
-                _Memory.sample(t0, phase_end=cls.fwd_start is not None)
-        except Exception as e:
-            _disable(_why(e))
-        cls.self_ns += _now() - t0
-        _tls.bwd = True
-        try:
-            return fn(*a, **k)
-        finally:
-            _tls.bwd = False
-            t1 = _now()
-            if not _disabled:
-                try:
-                    tid = _tid()
-                    if cls.fwd_start is not None:
-                        _emit((_B_RANGE, cls.fwd_start, t0, tid, _pid, _S_FWD, _S_DOM, _S_ARGS, 1,
-                               _B_RANGE, t0, t1, tid, _pid, _S_BWD, _S_DOM, _S_ARGS, 1))
-                        cls.fwd_start = None
-                    else:
-                        _emit((_B_RANGE, t0, t1, tid, _pid, _S_BWD, _S_DOM, _S_ARGS, 1))
-                    cls.bwd_end = t1
-                    if _Memory.cuda is not None and (_Memory.due_now or _Memory.due_step != cls.step_no):
-                        _Memory.sample(t1, phase_end=True)
-                    if _pending:
-                        _flush_pending()
-                    cls.arm()
-                    cls.self_ns += _now() - t1
-                except Exception as e:
-                    _disable(_why(e))
-
-    @classmethod
-    def opt_enter(cls):
-        cls.opt_depth += 1
-        if cls.opt_depth == 1:
-            cls.disarm()
-            cls.opt_t0 = _now()
-            _Memory.sample(cls.opt_t0)
-            _flush_pending()
-            cls.self_ns += _now() - cls.opt_t0
-
-    @classmethod
-    def opt_exit(cls):
-        cls.opt_depth -= 1
-        if cls.opt_depth > 0:
-            return
-        cls.opt_depth = 0
-        t1 = _now()
-        _range("optimizer", cls.opt_t0, t1, 1)
-        _Memory.sample(t1, phase_end=True)
-        cls.opt_exists = True
-        cls.pending_end = t1
-        if _Capture.busy or _gen_word is None or _gen_word.value != _Capture.gen:
-            _Capture.boundary(cls.step_no + 1, t1)
-        cls.fwd_start = None
-        cls.arm()
-        cls.self_ns += _now() - t1
-
-    @classmethod
-    def guarded(cls, fn):
-        if not _disabled:
-            try:
-                fn()
-            except Exception as e:
-                _disable(_why(e))
-
-    # torch >= 2.0: global optimizer step hooks.
-    @classmethod
-    def opt_pre_hook(cls, opt, args, kwargs):
-        cls.guarded(cls.opt_enter)
-
-    @classmethod
-    def opt_post_hook(cls, opt, args, kwargs):
-        cls.guarded(cls.opt_exit)
 
     @classmethod
     def wrap_step(cls, klass):
         step = klass.__dict__.get("step")
         if step is None or getattr(step, "_htamerge", False):
             return
+        enter, exit_ = cls.fast.opt_enter, cls.fast.opt_exit
 
         @functools.wraps(step)   # keeps torch's own "hooked" mark
         def wrapped(*a, **k):
-            if _disabled:
-                return step(*a, **k)
-            cls.guarded(cls.opt_enter)
+            enter()
             try:
                 return step(*a, **k)
             finally:
-                cls.guarded(cls.opt_exit)
+                exit_()
 
         wrapped._htamerge = True
         klass.step = wrapped
 
     @classmethod
+    def self_ns(cls):
+        return cls.fast.state()[1] if cls.fast is not None else 0
+
+    @classmethod
+    def self_sub(cls, ns):
+        if cls.fast is not None:
+            cls.fast.self_sub(ns)
+
+    @classmethod
     def at_exit(cls):
         if not _disabled:
             try:
-                if cls.bwd_in_step and not cls.opt_exists and cls.pending_end is None:
-                    cls.pending_end = cls.bwd_end   # the last hand-updated iteration
-                cls.close_step()
+                if cls.fast is not None:
+                    cls.fast.at_exit()
                 _Capture.finish()
                 _flush_pending(final=True)
             except Exception:
@@ -901,6 +750,45 @@ class _Steps:
         if _Out.dropped:
             sys.stderr.write("htamerge: python hooks: %d batches of records were refused by "
                              "libhtamerge-py.so (a version mismatch?)\n" % _Out.dropped)
+
+
+def _hold(quiet):
+    """The hooks held quiet (passing straight through) or let go on, for
+    bench/inprocess_ab.py and bench/python_hooks_cost.py; let go on, the
+    step left open is dropped, so that no step spans the pause."""
+    global _disabled
+    _disabled = quiet
+    if _Steps.fast is not None:
+        _Steps.fast.set_disabled(quiet)
+        if not quiet:
+            _Steps.fast.restart()
+
+
+_SLOW_BOUNDARY, _SLOW_STEP_DONE, _SLOW_MEMORY, _SLOW_PENDING, _SLOW_ERROR = 1, 2, 3, 4, 5
+
+
+def _slow(what, a, b, c):
+    """What _htamerge_steps asks of Python, rarely: the plan at a step
+    boundary (a, b: step, time), a step's end under a plan or when the
+    hooks' own time is due (step, duration, due), a memory sample (step,
+    time, flags), collectives to complete, or an error (its text)."""
+    try:
+        if what == _SLOW_BOUNDARY:
+            _Capture.boundary(a, b)
+        elif what == _SLOW_STEP_DONE:
+            _Capture.step_done(a, b, c)
+        elif what == _SLOW_MEMORY:
+            _Memory.sample(b, phase_end=bool(c & 1), baseline=bool(c & 2))
+            return
+        elif what == _SLOW_PENDING:
+            _flush_pending()
+            return
+        elif what == _SLOW_ERROR:
+            _disable("steps: %s" % a)
+            return
+        _Steps.fast.capture(_Capture.busy, _Capture.gen, _Capture.win is not None)
+    except Exception as e:
+        _disable(_why(e))
 
 
 # ---- torch.profiler trace files --------------------------------------------

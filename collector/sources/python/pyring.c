@@ -189,9 +189,10 @@ HMPY_API void hmpy_step_ab(int64_t on_ns, int64_t on_n, int64_t off_ns, int64_t 
 
 /* Step `step` ended: its range [ts, end) at depth 0, its args
  * {"domain":"<domain>","step":N} defined here, and the progress word the
- * collector reads (step + 1 begun, this one took end - ts). 0 or -1. */
-static int step_ended(int64_t step, int64_t ts, int64_t end, int64_t tid, int32_t pid, uint32_t name,
-                      uint32_t domain)
+ * collector reads (step + 1 begun, this one took end - ts). 0 or -1.
+ * Called by _htamerge_steps (steps.c) through its address. */
+HMPY_API int hmpy_step(int64_t step, int64_t ts, int64_t end, int64_t tid, int32_t pid, uint32_t name,
+                       uint32_t domain)
 {
     char args[96];
     int n = snprintf(args, sizeof args, "{\"domain\":\"" HMPY_DOMAIN "\",\"step\":%lld}", (long long)step);
@@ -202,18 +203,15 @@ static int step_ended(int64_t step, int64_t ts, int64_t end, int64_t tid, int32_
     return rc;
 }
 
-/* The hooks' per-iteration records, batched: a ctypes call costs several
- * microseconds with the caches cold, as they are between a training loop's
- * ops (with a call per record the hooks cost a launch-bound LSTM ~120 us of
- * CPU an iteration on the H200, bench/RESULTS.md), so the hooks append
- * records to an array of int64 words and hand it over every few tens of
- * milliseconds. Records, by their first word:
- *   HMPY_B_RANGE   ts end tid pid name domain args depth
- *   HMPY_B_STEP    step ts end tid pid name domain
+/* The hooks' Python-side records (memory counters, their own cost),
+ * batched: a ctypes call costs several microseconds with the caches cold,
+ * as they are between a training loop's ops, so the hooks append records
+ * to an array of int64 words and hand it over every few tens of
+ * milliseconds. (The per-iteration records come from steps.c directly.) Records, by their first word:
  *   HMPY_B_COUNTER ts value device name   (value: an integer, bytes)
  * Returns the records written, or -1 - the word where an unknown or cut
  * record begins (the rest is dropped: the hooks and this file disagree). */
-enum { HMPY_B_RANGE = 1, HMPY_B_STEP = 2, HMPY_B_COUNTER = 3 };
+enum { HMPY_B_COUNTER = 3 };
 
 HMPY_API int64_t hmpy_batch(const int64_t *w, int64_t n)
 {
@@ -222,19 +220,6 @@ HMPY_API int64_t hmpy_batch(const int64_t *w, int64_t n)
     while (i < n) {
         const int64_t *r = w + i;
         switch (r[0]) {
-        case HMPY_B_RANGE:
-            if (i + 9 > n)
-                return -1 - i;
-            hmpy_range(r[1], r[2] - r[1], r[3], (int32_t)r[4], (uint32_t)r[5], (uint32_t)r[6], (uint32_t)r[7],
-                       (int32_t)r[8]);
-            i += 9;
-            break;
-        case HMPY_B_STEP:
-            if (i + 8 > n)
-                return -1 - i;
-            step_ended(r[1], r[2], r[3], r[4], (int32_t)r[5], (uint32_t)r[6], (uint32_t)r[7]);
-            i += 8;
-            break;
         case HMPY_B_COUNTER:
             if (i + 5 > n)
                 return -1 - i;
