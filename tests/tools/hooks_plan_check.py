@@ -6,8 +6,13 @@ that steps which contain a switch give no A/B sample, the medians
 published, and that a request of steps forces CUPTI on under a plan in
 time. Exits 1 with the differences on failure.
 
-usage: hooks_plan_check.py HOOKS_DIR LIBHTAMERGE_PY (the plan's formula is
-the library's hmpy_capture_step, as in a real run)"""
+Then the same windows driven through _htamerge_steps (steps.c), as a
+training loop drives them: the steps whose boundaries C leaves alone give
+the same words and their A/B samples, with Python asked only near the
+windows' edges.
+
+usage: hooks_plan_check.py HOOKS_DIR LIBHTAMERGE_PY [_HTAMERGE_STEPS_SO]
+(the plan's formula is the library's hmpy_capture_step, as in a real run)"""
 import ctypes
 import sys
 
@@ -115,6 +120,56 @@ for step in range(15, 26):
     C.boundary(step, step * 1000)
 check("request words", inj.words, [(20, 1), (22, 0)])
 check("capture window counter", ring.counters, [(20000, 1.0), (22000, 0.0)])
+
+
+def through_c(so):
+    """A hand-updated loop (forward, backward) under windows of 3 steps in
+    every 6 from step 10; attached steps sleep longer."""
+    import importlib.machinery
+    import importlib.util
+    import time
+    loader = importlib.machinery.ExtensionFileLoader("_htamerge_steps", so)
+    fast = importlib.util.module_from_spec(importlib.util.spec_from_file_location("_htamerge_steps", so, loader=loader))
+    loader.exec_module(fast)
+    ring, inj, C = reset({"id": 1, "mode": 3, "base_step": 10, "on_steps": 3, "period_steps": 6})
+    gen = ctypes.c_uint64(ring.gen)
+    h._gen_word = gen
+    h._Steps.fast = fast
+    calls = [0]
+    boundary = C.boundary.__func__
+
+    def counted(cls, step, t):
+        calls[0] += 1
+        return boundary(cls, step, t)
+
+    C.boundary = classmethod(counted)
+    ptr = ctypes.c_void_p
+    hooks = {}
+    fast.install(ctypes.cast(_real.hmpy_range, ptr).value, ctypes.cast(_real.hmpy_step, ptr).value,
+                 ctypes.addressof(gen), (1, 2, 3, 4, 5, 6), 1, h._slow, h._pending, hooks, -0x6874)
+    check("armed after install", list(hooks), [-0x6874])
+    steps = 80
+    for i in range(steps):
+        inj.step = i
+        fast.on_forward(None, ())
+        fast.backward(time.sleep, (0.002 if C.cupti else 0.001,), None)
+    fast.at_exit()
+    h._drain()
+    check("words through C", inj.words[:5], [(0, 0), (10, 1), (13, 0), (16, 1), (19, 0)])
+    check("no word repeated through C", all(a[1] != b[1] for a, b in zip(inj.words, inj.words[1:])), True)
+    check("A/B published through C", ring.ab is not None and ring.ab[1] > 0 and ring.ab[3] > 0, True)
+    if ring.ab:
+        check("attached steps slower through C", ring.ab[0] > ring.ab[2], True)
+        check("windows measured through C", ring.ab[5] >= 2, True)
+    # A call a step without C's share; the edges of 23 windows need about 25.
+    check("Python asked only at edges (%d calls for %d steps)" % (calls[0], steps), calls[0] < 40, True)
+    check("steps ended", fast.state()[0], steps)
+
+
+if len(sys.argv) > 3:
+    _real.hmpy_range.restype = ctypes.c_int
+    _real.hmpy_step.restype = ctypes.c_int
+    through_c(sys.argv[3])
 
 if fails:
     print("\n".join(fails))

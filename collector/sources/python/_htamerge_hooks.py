@@ -472,10 +472,12 @@ class _Capture:
             cls.end_request(t)
 
     @classmethod
-    def step_done(cls, step, dur, pub_due=False):
+    def step_done(cls, step, dur, pub_due=False, state=-2):
         """Step `step` took dur ns: one more A/B sample when its CUPTI
         state held throughout, and part of a window's cost; pub_due: the
-        hooks' own time is due to be published."""
+        hooks' own time is due to be published. state: the step's sample
+        state as _htamerge_steps kept it (0/1, -1: none) for a step whose
+        boundary it left alone; -2: the one boundary() noted."""
         w = cls.win
         if w is not None and step >= w[0] and dur > 0:
             w[2] += dur
@@ -484,6 +486,8 @@ class _Capture:
                 cls.close_window()
                 cls.ab_new = cls.AB_EVERY   # publish now
         st = cls.state_of.pop(step, None)
+        if state != -2:
+            st = state if state >= 0 else None
         if st is not None and dur > 0:
             d = cls.durs[st]
             d.append(dur)
@@ -493,6 +497,22 @@ class _Capture:
         if (cls.ab_new >= cls.AB_EVERY and cls.durs[0]) or pub_due:
             cls.ab_new = 0
             cls.publish()
+
+    @classmethod
+    def settled(cls, step):
+        """(first, end, state): after boundary(step), the steps whose
+        boundaries have nothing to do (the plan's answer and CUPTI's state
+        hold), and the A/B sample state of each (-1: none); (0, 0, -1):
+        ask again at the next step."""
+        p = cls.plan
+        if not cls.busy or p is None or cls.f_from is None:
+            return 0, 0, -1
+        steps = p.mode == _STEPS_MODE
+        want = bool(cls.f & ((_F_WINDOW | _F_REQUEST) if steps else _F_REQUEST))
+        if not (cls.no_cupti or cls.cupti == want or (cls.cupti is None and not want)):
+            return 0, 0, -1   # a switch not made yet (CUDA not initialised): try each step
+        sample = steps and cls.cupti is not None and not cls.no_cupti
+        return step + 1, cls.f_until, (1 if cls.cupti else 0) if sample else -1
 
     @classmethod
     def close_window(cls):
@@ -739,6 +759,7 @@ class _Steps:
             try:
                 if cls.fast is not None:
                     cls.fast.at_exit()
+                    _drain()
                 _Capture.finish()
                 _flush_pending(final=True)
             except Exception:
@@ -759,9 +780,17 @@ def _hold(quiet):
     global _disabled
     _disabled = quiet
     if _Steps.fast is not None:
+        _drain()
         _Steps.fast.set_disabled(quiet)
         if not quiet:
             _Steps.fast.restart()
+
+
+def _drain(pub_due=False):
+    """The steps _htamerge_steps ended under a plan, in order."""
+    done = _Steps.fast.take_done()
+    for i, (step, dur, state) in enumerate(done):
+        _Capture.step_done(step, dur, pub_due and i == len(done) - 1, state)
 
 
 _SLOW_BOUNDARY, _SLOW_STEP_DONE, _SLOW_MEMORY, _SLOW_PENDING, _SLOW_ERROR = 1, 2, 3, 4, 5
@@ -774,9 +803,11 @@ def _slow(what, a, b, c):
     time, flags), collectives to complete, or an error (its text)."""
     try:
         if what == _SLOW_BOUNDARY:
+            _drain()   # the steps before, under the plan as it was
             _Capture.boundary(a, b)
+            _Steps.fast.settle(*_Capture.settled(a))
         elif what == _SLOW_STEP_DONE:
-            _Capture.step_done(a, b, c)
+            _drain(c)
         elif what == _SLOW_MEMORY:
             _Memory.sample(b, phase_end=bool(c & 1), baseline=bool(c & 2))
             return

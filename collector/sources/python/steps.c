@@ -51,6 +51,12 @@ static struct {
     const volatile uint64_t *gen_word; /* the plan's generation, in the ring; NULL: ask always */
     uint64_t gen;                      /* the generation the hooks last took */
     int busy, win_open;                /* a plan in force; a window being measured */
+    /* Steps quiet_from .. quiet_until - 1 need no boundary (the plan's answer
+     * and CUPTI's state hold), each an A/B sample of state ab_state (-1: none). */
+    int64_t quiet_from, quiet_until;
+    int ab_state;
+    int64_t st_step[2];                /* a quiet step's sample state, by step & 1 */
+    int st_val[2];
     uint32_t s_step, s_fwd, s_bwd, s_opt, s_dom, s_args;
     int32_t pid;
     PyObject *slow, *pending, *hooks, *arm_key, *on_forward;
@@ -60,7 +66,7 @@ static struct {
     int64_t self_ns, pub_steps, pub_every, pub_self_ns;
     int mem_active, mem_due_now;
     int64_t mem_every, mem_gap_ns, mem_due_step, mem_last_ns;
-} S = {.step_start = NONE, .pending_end = NONE, .fwd_start = NONE, .bwd_end = NONE,
+} S = {.st_step = {NONE, NONE}, .step_start = NONE, .pending_end = NONE, .fwd_start = NONE, .bwd_end = NONE,
        .pub_every = 8, .mem_due_step = -1, .mem_last_ns = NONE};
 
 static _Thread_local int t_in_backward;
@@ -110,10 +116,31 @@ static void slow(int what, int64_t a, int64_t b, int64_t c)
     Py_XDECREF(r);
 }
 
-static int need_boundary(void)
+/* Whether the plan has work at step's boundary. Under a plan, steps where
+ * its answer holds are left to C: their sample state is kept for the
+ * step's end, which Python takes with the others in a batch. */
+static int need_boundary(int64_t step)
 {
-    return S.busy || !S.gen_word || *S.gen_word != S.gen;
+    if (!S.gen_word || *S.gen_word != S.gen)
+        return 1;
+    if (!S.busy)
+        return 0;
+    if (step < S.quiet_from || step >= S.quiet_until)
+        return 1;
+    S.st_step[step & 1] = step;
+    S.st_val[step & 1] = S.ab_state;
+    return 0;
 }
+
+/* Ended steps under a plan, (step, duration, sample state: 0/1 CUPTI
+ * detached/attached, -1 none, -2 the one Python's boundary noted),
+ * handed to Python DONE_MAX at a time. */
+#define DONE_MAX 16
+static struct {
+    int64_t step, dur;
+    int state;
+} g_done[DONE_MAX];
+static int g_n_done;
 
 /* Whether this step's memory is sampled: decided once per step, at its
  * first sample, so that a step's phases are sampled all or none. */
@@ -180,8 +207,16 @@ static void close_step(void)
     S.pub_steps++;
     /* A/B samples and windows only under a plan; the hooks' own time every
      * pub_every steps. */
-    if (S.busy || S.win_open || S.pub_steps >= S.pub_every)
-        slow(SLOW_STEP_DONE, S.step_no, end - start, S.pub_steps >= S.pub_every);
+    if (S.busy || S.win_open || S.pub_steps >= S.pub_every) {
+        int due = S.pub_steps >= S.pub_every, i = (int)(S.step_no & 1);
+
+        g_done[g_n_done].step = S.step_no;
+        g_done[g_n_done].dur = end - start;
+        g_done[g_n_done].state = S.st_step[i] == S.step_no ? S.st_val[i] : -2;
+        g_n_done++;
+        if (g_n_done == DONE_MAX || due || !S.busy)
+            slow(SLOW_STEP_DONE, 0, 0, due);
+    }
     S.step_no++;
     S.step_start = end;
     S.bwd_in_step = 0;
@@ -191,7 +226,7 @@ static void begin_step_at(int64_t t)
 {
     if (S.step_start == NONE) {
         S.step_start = t;
-        if (need_boundary())
+        if (need_boundary(S.step_no))
             slow(SLOW_BOUNDARY, S.step_no, t, 0);
     }
 }
@@ -210,7 +245,7 @@ static PyObject *on_forward(PyObject *self, PyObject *args)
         /* No optimizer: the update was by hand, and this forward starts
          * the next iteration. */
         S.pending_end = t;
-        if (need_boundary())
+        if (need_boundary(S.step_no + 1))
             slow(SLOW_BOUNDARY, S.step_no + 1, t, 0);
     }
     close_step();
@@ -304,7 +339,7 @@ static PyObject *opt_exit(PyObject *self, PyObject *args)
     memory(t1, MEM_PHASE_END);
     S.opt_exists = 1;
     S.pending_end = t1;
-    if (need_boundary())
+    if (need_boundary(S.step_no + 1))
         slow(SLOW_BOUNDARY, S.step_no + 1, t1, 0);
     S.fwd_start = NONE;
     arm();
@@ -380,6 +415,41 @@ static PyObject *capture(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* settle(quiet_from, quiet_until, ab_state): after a boundary, the steps
+ * whose boundaries have nothing to do, and their sample state. */
+static PyObject *settle(PyObject *self, PyObject *args)
+{
+    long long from, until;
+
+    (void)self;
+    if (!PyArg_ParseTuple(args, "LLi", &from, &until, &S.ab_state))
+        return NULL;
+    S.quiet_from = from;
+    S.quiet_until = until;
+    Py_RETURN_NONE;
+}
+
+/* The ended steps waiting for Python: ((step, dur, state), ...), taken. */
+static PyObject *take_done(PyObject *self, PyObject *args)
+{
+    PyObject *r = PyTuple_New(g_n_done);
+
+    (void)self;
+    (void)args;
+    if (!r)
+        return NULL;
+    for (int i = 0; i < g_n_done; i++) {
+        PyObject *e = Py_BuildValue("(LLi)", (long long)g_done[i].step, (long long)g_done[i].dur, g_done[i].state);
+        if (!e) {
+            Py_DECREF(r);
+            return NULL;
+        }
+        PyTuple_SetItem(r, i, e);
+    }
+    g_n_done = 0;
+    return r;
+}
+
 /* memory(active, every, gap_ns) */
 static PyObject *set_memory(PyObject *self, PyObject *args)
 {
@@ -414,6 +484,7 @@ static PyObject *restart(PyObject *self, PyObject *args)
     (void)args;
     S.step_start = S.pending_end = S.fwd_start = NONE;
     S.bwd_in_step = 0;
+    S.quiet_until = 0;
     arm();
     if (PyErr_Occurred())
         return NULL;
@@ -486,6 +557,8 @@ static PyMethodDef methods[] = {
     {"install", install, METH_VARARGS, "Ring writers, string ids, callbacks; arms the forward hook."},
     {"capture", capture, METH_VARARGS, "capture(busy, gen, win_open)."},
     {"memory", set_memory, METH_VARARGS, "memory(active, every, gap_ns)."},
+    {"settle", settle, METH_VARARGS, "settle(quiet_from, quiet_until, ab_state)."},
+    {"take_done", take_done, METH_NOARGS, "((step, dur, state), ...): ended steps under a plan."},
     {"set_disabled", set_disabled, METH_O, "Hooks off (True) or on."},
     {"restart", restart, METH_NOARGS, "Drops the open step and arms the forward hook."},
     {"opt_exists", set_opt_exists, METH_NOARGS, "An optimizer was constructed."},
