@@ -54,7 +54,6 @@
 # Every hook is wrapped in try/except: a failure disables the hooks with one
 # line "htamerge: python hooks disabled: REASON" on stderr, and the program
 # runs on with the original functions' results.
-import array
 import ctypes
 import functools
 import os
@@ -120,63 +119,6 @@ _ARGS = '{"domain":"%s"}' % _DOMAIN
 _S_STEP = _S_FWD = _S_BWD = _S_DOM = _S_ARGS = 0   # their string ids, once attached
 
 
-# ---- records to the ring, batched ---------------------------------------------
-#
-# The per-iteration records (steps, forward, backward, optimizer) go to the
-# ring from _htamerge_steps directly. The rest made here (memory counters,
-# the hooks' own cost) are rarer: a ctypes call costs several microseconds
-# with the caches cold, as they are between a training loop's ops, so they
-# go to an array of int64 words (pyring.c's hmpy_batch) handed over by a
-# thread every GAP_NS * 5 while records wait, and before a fork or an exit.
-
-_B_COUNTER = 3   # pyring.c's HMPY_B_COUNTER
-
-
-class _Out:
-    recs = []             # tuples of words; appended to without a lock (atomic under the GIL)
-    lock = threading.Lock()   # one hand-over at a time
-    last_ns = 0           # the last hand-over
-    GAP_NS = 20 * 10**6
-    thread_pid = None     # the process whose flusher thread runs (none after a fork)
-    dropped = 0
-
-
-_emit = _Out.recs.append   # _emit((kind, word, ...)): one record
-
-
-def _flush_out(now=None):
-    """Hands the waiting records to the ring (any thread)."""
-    with _Out.lock:
-        recs = _Out.recs
-        _Out.last_ns = now or _now()
-        n = len(recs)
-        if not n or _lib is None:
-            return
-        b = array.array("q")
-        for r in recs[:n]:
-            b.extend(r)
-        del recs[:n]   # records appended meanwhile stay, after these
-        if _lib.hmpy_batch(b.buffer_info()[0], len(b)) < 0:
-            _Out.dropped += 1
-    if _Out.thread_pid != _pid:
-        _start_flusher()
-
-
-def _start_flusher():
-    _Out.thread_pid = _pid
-
-    def run(pid):
-        while _pid == pid and not _disabled:
-            time.sleep(_Out.GAP_NS * 5 / 1e9)
-            try:
-                if _Out.recs and _now() - _Out.last_ns >= _Out.GAP_NS * 5:
-                    _flush_out()
-            except Exception:
-                return
-
-    threading.Thread(target=run, args=(_pid,), name="htamerge-hooks-flush", daemon=True).start()
-
-
 def install():
     """Loads the library, attaches to the ring, and waits for torch."""
     global _lib
@@ -202,12 +144,8 @@ def install():
         lib.hmpy_capture_step.restype = ctypes.c_int
         lib.hmpy_capture_next_change.argtypes = [ctypes.POINTER(_Plan), i64]
         lib.hmpy_capture_next_change.restype = i64
-        lib.hmpy_step_begun.argtypes = [i64, i64]
-        lib.hmpy_step_begun.restype = None
         lib.hmpy_step_ab.argtypes = [i64, i64, i64, i64, i64, i64, i64, i64]
         lib.hmpy_step_ab.restype = None
-        lib.hmpy_batch.argtypes = [ctypes.c_void_p, i64]
-        lib.hmpy_batch.restype = i64
         lib.hmpy_plan_gen_addr.restype = ctypes.c_void_p
         lib.hmpy_step.argtypes = [i64, i64, i64, i64, i32, u32, u32]
         if lib.hmpy_attach() != 0:
@@ -218,7 +156,7 @@ def install():
         _S_STEP, _S_FWD, _S_BWD, _S_DOM, _S_ARGS = (_str(x) for x in ("step", "forward", "backward", _DOMAIN, _ARGS))
         addr = lib.hmpy_plan_gen_addr()
         _gen_word = ctypes.c_uint64.from_address(addr) if addr else None
-        os.register_at_fork(before=_flush_before_fork, after_in_child=_after_fork)
+        os.register_at_fork(after_in_child=_after_fork)
         _wrap_exit()
         if "torch" in sys.modules:
             _on_torch()
@@ -230,8 +168,7 @@ def install():
 
 def _wrap_exit():
     """os._exit skips atexit (scripts that end so to skip a slow NCCL
-    teardown): the last step is closed and the records still waiting go
-    first, as at a normal exit."""
+    teardown): the last step is closed first, as at a normal exit."""
     real = os._exit
 
     @functools.wraps(real)
@@ -239,8 +176,6 @@ def _wrap_exit():
         try:
             if _Steps.torch is not None:
                 _Steps.at_exit()
-            else:
-                _flush_out()
         except Exception:
             pass
         real(code)
@@ -248,18 +183,9 @@ def _wrap_exit():
     os._exit = _exit
 
 
-def _flush_before_fork():
-    try:
-        _flush_out()
-    except Exception:
-        pass
-
-
 def _after_fork():
     global _pid
     _pid = os.getpid()
-    _Out.lock = threading.Lock()   # held by another thread at the fork, maybe
-    del _Out.recs[:]               # the parent's records: the parent sends them
     _tls.__dict__.pop("tid", None)   # the forking thread is another thread now
     if _Steps.fast is not None:
         _Steps.fast.after_fork(_pid)
@@ -365,12 +291,12 @@ class _Memory:
         dev = c.current_device()
         cur, peak, resv = cls.read(dev)
         if phase_end and peak > cls.peak:
-            _emit((_B_COUNTER, t - 1, int(peak), dev, _str("Total Allocated")))
+            _lib.hmpy_counter(t - 1, float(peak), _str("Total Allocated"), dev)
         cls.peak = peak   # lower after the program reset it: rises count from there
         if baseline:
             return
-        _emit((_B_COUNTER, t, int(cur), dev, _str("Total Allocated"),
-               _B_COUNTER, t, int(resv), dev, _str("Total Reserved")))
+        _lib.hmpy_counter(t, float(cur), _str("Total Allocated"), dev)
+        _lib.hmpy_counter(t, float(resv), _str("Total Reserved"), dev)
 
 
 # ---- the capture plan: budget windows and requested steps -------------------
@@ -529,7 +455,7 @@ class _Capture:
         if pub:
             cls.hooks_pub = (pub[0] // pub[1], pub[1])
             # stored too, for report summary's python_hooks
-            _emit((_B_COUNTER, _now(), cls.hooks_pub[0], -1, _str("htamerge/hooks ns per step")))
+            _lib.hmpy_counter(_now(), float(cls.hooks_pub[0]), _str("htamerge/hooks ns per step"), -1)
         # Each window over as many detached steps, at today's detached median;
         # the upper quartile of them (the dearest of the first few), since
         # a window measured cheap by chance brings the next ones closer
@@ -698,7 +624,7 @@ class _Steps:
 
         ptr = ctypes.c_void_p
         fast.install(ctypes.cast(_lib.hmpy_range, ptr).value, ctypes.cast(_lib.hmpy_step, ptr).value,
-                     _lib.hmpy_plan_gen_addr() or 0,
+                     ctypes.addressof(_gen_word) if _gen_word is not None else 0,
                      (_S_STEP, _S_FWD, _S_BWD, _str("optimizer"), _S_DOM, _S_ARGS), _pid,
                      _slow, _pending, hooks, cls.ARM_KEY)
         cls.fast = fast
@@ -764,13 +690,6 @@ class _Steps:
                 _flush_pending(final=True)
             except Exception:
                 pass
-        try:
-            _flush_out()   # what was recorded before the hooks were disabled too
-        except Exception:
-            pass
-        if _Out.dropped:
-            sys.stderr.write("htamerge: python hooks: %d batches of records were refused by "
-                             "libhtamerge-py.so (a version mismatch?)\n" % _Out.dropped)
 
 
 def _hold(quiet):

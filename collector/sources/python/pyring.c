@@ -159,7 +159,7 @@ HMPY_API int64_t hmpy_capture_next_change(const struct hm_capture_plan *p, int64
 
 /* The hooks' progress: step `step_now` (0-based) began; the last one took
  * step_ns. The collector reads it to place a plan's steps ahead of all. */
-HMPY_API void hmpy_step_begun(int64_t step_now, int64_t step_ns)
+static void step_begun(int64_t step_now, int64_t step_ns)
 {
     if (g_ring)
         hm_capture_progress_step(hm_ring_control_area(g_ring), step_now, step_ns);
@@ -199,37 +199,6 @@ HMPY_API int hmpy_step(int64_t step, int64_t ts, int64_t end, int64_t tid, int32
     uint32_t a = n > 0 && (size_t)n < sizeof args ? hmpy_string(args, (uint32_t)n) : 0;
     int rc = hmpy_range(ts, end - ts, tid, pid, name, domain, a, 0);
 
-    hmpy_step_begun(step + 1, end - ts);
+    step_begun(step + 1, end - ts);
     return rc;
-}
-
-/* The hooks' Python-side records (memory counters, their own cost),
- * batched: a ctypes call costs several microseconds with the caches cold,
- * as they are between a training loop's ops, so the hooks append records
- * to an array of int64 words and hand it over every few tens of
- * milliseconds. (The per-iteration records come from steps.c directly.) Records, by their first word:
- *   HMPY_B_COUNTER ts value device name   (value: an integer, bytes)
- * Returns the records written, or -1 - the word where an unknown or cut
- * record begins (the rest is dropped: the hooks and this file disagree). */
-enum { HMPY_B_COUNTER = 3 };
-
-HMPY_API int64_t hmpy_batch(const int64_t *w, int64_t n)
-{
-    int64_t i = 0, done = 0;
-
-    while (i < n) {
-        const int64_t *r = w + i;
-        switch (r[0]) {
-        case HMPY_B_COUNTER:
-            if (i + 5 > n)
-                return -1 - i;
-            hmpy_counter(r[1], (double)r[2], (uint32_t)r[4], (int32_t)r[3]);
-            i += 5;
-            break;
-        default:
-            return -1 - i;
-        }
-        done++;
-    }
-    return done;
 }
