@@ -11,6 +11,7 @@
 # straggler verdict; the script's own trace files read in place (with a
 # Kineto torch) and unchanged; --python-hooks off and HTAMERGE_PYTHON_HOOKS=0
 # mark nothing; the program's own sitecustomize and PYTHONPATH still work;
+# the process group ends with its owners (group_lifetime.py);
 # a trace file the program reports is read where it is, byte for byte.
 # Skips (77) when $HTAMERGE_PYTHON (default /usr/bin/python3) has no torch.
 set -u
@@ -152,6 +153,15 @@ balanced plain
 run off ddp_plain.py --python-hooks off -- 5
 [ $rc = 0 ] || fail "off: exit $rc"
 [ "$(sql1 off/off.db "SELECT count(*) FROM slices")" = 0 ] || fail "--python-hooks off still recorded slices"
+
+# The hooks keep no process group alive: one that outlives its owners ends
+# in the interpreter's shutdown, where a gloo worker freeing a finished
+# call's tensor aborts the process ("terminate called without an active
+# exception", ~1 run in 30 on a loaded machine). The script checks it with
+# a weak reference and exits 3 if the group is still there.
+run lifetime group_lifetime.py -- 5
+[ $rc = 0 ] || { fail "lifetime: exit $rc"; grep -m2 "outlived\|rror" "$T/lifetime/lifetime.log" >&2; }
+[ "$(grep -c 'group freed' "$T/lifetime/lifetime.log")" = 4 ] || fail "lifetime: not every rank freed its group"
 
 # One rank, no launcher: what the child sees.
 cd "$T" || exit 1

@@ -60,6 +60,7 @@ import os
 import sys
 import threading
 import time
+import weakref
 
 _DOMAIN = "htamerge"
 
@@ -907,14 +908,29 @@ for _names, _title, _op in (
         _OPS[_n] = (_title, _op)
 
 
+def _weak(pg):
+    """A reference to a process group that does not keep it alive. A group
+    kept past its owners' end lives into the interpreter's shutdown: a gloo
+    worker that then frees the last tensor of a finished call (the
+    script's own, whose Python object torch handed to C++) takes the GIL
+    of a finalizing interpreter, and the process aborts (torch 1.13:
+    "terminate called without an active exception", from
+    ProcessGroupGloo::runLoop). Freed with its owners, the group joins its
+    workers first, as without the hooks."""
+    try:
+        return weakref.ref(pg)
+    except TypeError:
+        return lambda: pg
+
+
 class _Groups:
-    info = {}   # id(pg) -> (pg, name id, ranks id, rank, size, backend, description id)
+    info = {}   # id(pg) -> (weak pg, name id, ranks id, rank, size, backend, description id)
     seq = {}    # id(pg) -> last sequence number recorded
 
     @classmethod
     def of(cls, pg):
         i = cls.info.get(id(pg))
-        if i is not None and i[0] is pg:
+        if i is not None and i[0]() is pg:
             return i
         import torch.distributed.distributed_c10d as c10d
         name, ranks, backend = None, None, "gloo"
@@ -943,7 +959,7 @@ class _Groups:
             desc = getattr(pg, "group_desc", None)
         except Exception:
             pass
-        i = (pg, _str(str(name)) if name is not None else 0,
+        i = (_weak(pg), _str(str(name)) if name is not None else 0,
              _str("[" + ", ".join(str(r) for r in ranks) + "]") if ranks else 0,
              pg.rank(), pg.size(), backend,
              _str(str(desc)) if desc and str(desc) != "undefined" else 0)
@@ -981,7 +997,7 @@ def _tensors(x):
     return []
 
 
-# (id(group), op, dtype) -> (group, string ids of title, op, name, ranks, dtype)
+# (id(group), op, dtype) -> (weak group, string ids of title, op, name, ranks, dtype)
 _coll_ids = {}
 
 
@@ -1005,11 +1021,11 @@ def _record(op, pg, inputs, t0, tid, result):
         dtype = ts[0].dtype
     key = (id(pg), op, dtype)
     ids = _coll_ids.get(key)
-    if ids is None or ids[0] is not pg:
+    if ids is None or ids[0]() is not pg:
         title, kop = _OPS.get(op, (op, op))
         backend = g[5].split(":")[-1] if g[5] else "gloo"
         dname = str(dtype).replace("torch.", "") if dtype is not None else ""
-        ids = (pg, _str("%s:%s" % (backend, title)), _str(kop), g[1], g[2], _str(dname) if dname else 0)
+        ids = (_weak(pg), _str("%s:%s" % (backend, title)), _str(kop), g[1], g[2], _str(dname) if dname else 0)
         _coll_ids[key] = ids
 
     def emit(t1):
