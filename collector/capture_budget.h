@@ -32,7 +32,7 @@ struct cap_budget_opts {
     int64_t record_ns;        /* calibrated CUPTI cost per activity record */
     int64_t switch_ns;        /* assumed cost of one attach or detach until measured */
     double windows_share;     /* the part of the budget windows aim at (the rest is the
-                                 hooks', NVTX's and the estimate's error); 0: 0.75 */
+                                 hooks', NVTX's and the estimate's error); 0: 0.5 */
     int64_t repay_ns;         /* what the start-up spent over the budget is paid back by
                                  sparser windows over this long; 0: 30 s, < 0: never */
 };
