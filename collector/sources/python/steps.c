@@ -231,6 +231,23 @@ static void begin_step_at(int64_t t)
     }
 }
 
+/* The step in progress ends at t (closed at the next forward or backward);
+ * the plan answers for the next one now, so that a switch of CUPTI lands
+ * on the boundary. */
+static void end_step_at(int64_t t)
+{
+    S.pending_end = t;
+    if (need_boundary(S.step_no + 1))
+        slow(SLOW_BOUNDARY, S.step_no + 1, t, 0);
+}
+
+/* Collectives issued and not yet seen done: Python looks again. */
+static void complete_collectives(void)
+{
+    if (!S.disabled && S.pending && PyList_Size(S.pending) > 0)
+        slow(SLOW_PENDING, 0, 0, 0);
+}
+
 static PyObject *on_forward(PyObject *self, PyObject *args)
 {
     int64_t t;
@@ -244,9 +261,7 @@ static PyObject *on_forward(PyObject *self, PyObject *args)
     if (S.bwd_in_step && !S.opt_exists && S.pending_end == NONE) {
         /* No optimizer: the update was by hand, and this forward starts
          * the next iteration. */
-        S.pending_end = t;
-        if (need_boundary(S.step_no + 1))
-            slow(SLOW_BOUNDARY, S.step_no + 1, t, 0);
+        end_step_at(t);
     }
     close_step();
     begin_step_at(t);
@@ -297,8 +312,7 @@ static PyObject *backward(PyObject *self, PyObject *args)
         S.range(t0, t1 - t0, tid_now, S.pid, S.s_bwd, S.s_dom, S.s_args, 1);
         S.bwd_end = t1;
         memory(t1, MEM_PHASE_END);
-        if (!S.disabled && S.pending && PyList_Size(S.pending) > 0)
-            slow(SLOW_PENDING, 0, 0, 0);
+        complete_collectives();
         arm();
         S.self_ns += now_ns() - t1;
         PyErr_Restore(type, value, tb);
@@ -316,8 +330,7 @@ static PyObject *opt_enter(PyObject *self, PyObject *args)
         disarm();
         S.opt_t0 = now_ns();
         memory(S.opt_t0, 0);
-        if (!S.disabled && S.pending && PyList_Size(S.pending) > 0)
-            slow(SLOW_PENDING, 0, 0, 0);
+        complete_collectives();
         S.self_ns += now_ns() - S.opt_t0;
     }
     Py_RETURN_NONE;
@@ -338,9 +351,7 @@ static PyObject *opt_exit(PyObject *self, PyObject *args)
     S.range(S.opt_t0, t1 - S.opt_t0, tid(), S.pid, S.s_opt, S.s_dom, S.s_args, 1);
     memory(t1, MEM_PHASE_END);
     S.opt_exists = 1;
-    S.pending_end = t1;
-    if (need_boundary(S.step_no + 1))
-        slow(SLOW_BOUNDARY, S.step_no + 1, t1, 0);
+    end_step_at(t1);
     S.fwd_start = NONE;
     arm();
     S.self_ns += now_ns() - t1;
